@@ -1,0 +1,62 @@
+"""fastdata: make PyTorch training stop waiting for data.
+
+Public names are resolved lazily (PEP 562) so that ``import fastdata`` is
+cheap and works with no optional extras installed.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from ._version import __version__
+from .errors import (
+    ConfigError,
+    DecodeError,
+    FastDataError,
+    FormatError,
+    ManifestError,
+    MissingDependencyError,
+)
+
+# public name -> module that defines it
+_LAZY = {
+    "CUDAPrefetcher": "fastdata.loading.prefetch",
+    "ImageFolder": "fastdata.datasets.folder",
+    "LMDBDataset": "fastdata.datasets.shards",
+    "RecordIODataset": "fastdata.datasets.shards",
+    "TFRecordDataset": "fastdata.datasets.shards",
+    "decode": "fastdata.decode",
+    "fast_collate": "fastdata.loading.collate",
+    "make_loader": "fastdata.loading.loader",
+    "open_dataset": "fastdata.datasets.open",
+    "seed_everything": "fastdata.loading.seeding",
+    "seed_worker": "fastdata.loading.seeding",
+}
+
+__all__ = sorted(
+    [
+        "ConfigError",
+        "DecodeError",
+        "FastDataError",
+        "FormatError",
+        "ManifestError",
+        "MissingDependencyError",
+        "__version__",
+        *_LAZY,
+    ]
+)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fastdata' has no attribute {name!r}")
+    mod = importlib.import_module(module)
+    value = mod if module.rsplit(".", 1)[-1] == name else getattr(mod, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,69 @@
+"""Write-then-rename helpers: nothing half-written ever carries a final name."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+PARTIAL_SUFFIX = ".partial"
+
+
+def partial_path(final: str | os.PathLike[str]) -> Path:
+    """The temporary name a file or directory is written under before it is final."""
+    final = Path(final)
+    return final.with_name(final.name + PARTIAL_SUFFIX)
+
+
+def commit(partial: str | os.PathLike[str], final: str | os.PathLike[str]) -> None:
+    """fsync ``partial`` and rename it to ``final`` (atomic on POSIX filesystems)."""
+    partial, final = Path(partial), Path(final)
+    if partial.is_dir():
+        for child in partial.iterdir():
+            _fsync(child)
+        if final.exists():
+            shutil.rmtree(final)
+    else:
+        _fsync(partial)
+    os.replace(partial, final)
+    _fsync_dir(final.parent)
+
+
+def remove(path: str | os.PathLike[str]) -> None:
+    path = Path(path)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    tmp = partial_path(path)
+    tmp.write_text(text, encoding="utf-8")
+    commit(tmp, path)
+
+
+def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _fsync(path: Path) -> None:
+    if path.is_file():
+        with open(path, "rb+") as f:
+            os.fsync(f.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,114 @@
+"""``manifest.json``: the versioned description of a converted dataset directory.
+
+It is written last, after every shard has its final name, so a directory with
+a manifest is complete and one without is not.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .._version import __version__
+from ..errors import ManifestError
+from ._atomic import write_text_atomic
+from .sample import ShardInfo
+
+MANIFEST_NAME = "manifest.json"
+MANIFEST_VERSION = 1
+
+
+@dataclasses.dataclass
+class Manifest:
+    """Everything a reader needs to open a dataset directory.
+
+    Attributes:
+        format: registry name (``"recordio"``, ``"tfrecord"``, ``"lmdb"``).
+        shards: one :class:`ShardInfo` per shard, in sample order.
+        classes: class names; ``classes[i]`` is the class of label ``i``.
+        label_base: what the format stores for class 0 (TFRecord written in
+            TensorFlow's ImageNet convention stores 1-based labels); readers
+            subtract it so datasets return ``class_to_idx`` labels.
+        extra: format- or tool-specific settings (e.g. the DALI index file).
+    """
+
+    format: str
+    shards: list[ShardInfo]
+    classes: list[str]
+    label_base: int = 0
+    fastdata_version: str = __version__
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def num_samples(self) -> int:
+        return sum(s.records for s in self.shards)
+
+    @property
+    def class_to_idx(self) -> dict[str, int]:
+        return {c: i for i, c in enumerate(self.classes)}
+
+    def to_json(self) -> str:
+        doc = {
+            "manifest_version": MANIFEST_VERSION,
+            "format": self.format,
+            "fastdata_version": self.fastdata_version,
+            "num_samples": self.num_samples,
+            "classes": list(self.classes),
+            "class_to_idx": self.class_to_idx,
+            "label_base": self.label_base,
+            "shards": [dataclasses.asdict(s) for s in self.shards],
+            "extra": self.extra,
+        }
+        return json.dumps(doc, indent=1, sort_keys=False) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str, *, source: str = "manifest") -> Manifest:
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ManifestError(f"{source}: not valid JSON ({exc}); re-run the conversion") from exc
+        if not isinstance(doc, dict):
+            raise ManifestError(f"{source}: expected a JSON object")
+        version = doc.get("manifest_version")
+        if version != MANIFEST_VERSION:
+            raise ManifestError(
+                f"{source}: manifest_version {version!r} is not supported by fastdata {__version__} "
+                f"(it reads version {MANIFEST_VERSION}); upgrade fastdata or re-convert the dataset"
+            )
+        try:
+            shards = [ShardInfo(**s) for s in doc["shards"]]
+            m = cls(
+                format=doc["format"],
+                shards=shards,
+                classes=list(doc["classes"]),
+                label_base=int(doc.get("label_base", 0)),
+                fastdata_version=doc.get("fastdata_version", "?"),
+                extra=dict(doc.get("extra", {})),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ManifestError(f"{source}: missing or malformed field ({exc!r}); re-run the conversion") from exc
+        if "num_samples" in doc and doc["num_samples"] != m.num_samples:
+            raise ManifestError(
+                f"{source}: num_samples {doc['num_samples']} disagrees with the shard record counts ({m.num_samples})"
+            )
+        return m
+
+    def write(self, directory: str | os.PathLike[str]) -> Path:
+        path = Path(directory) / MANIFEST_NAME
+        write_text_atomic(path, self.to_json())
+        return path
+
+    @classmethod
+    def read(cls, directory: str | os.PathLike[str]) -> Manifest:
+        path = Path(directory)
+        if path.is_dir():
+            path = path / MANIFEST_NAME
+        if not path.is_file():
+            raise ManifestError(
+                f"{path}: no manifest; this is not a finished fastdata dataset directory "
+                "(convert it with `fastdata convert`, or resume an interrupted conversion with --resume)"
+            )
+        return cls.from_json(path.read_text(encoding="utf-8"), source=str(path))

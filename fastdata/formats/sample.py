@@ -1,0 +1,57 @@
+"""What a shard holds, independent of the format: an encoded image and its label."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Protocol, Union
+
+Label = Union[int, float, Sequence[float]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Sample:
+    """One image sample as a writer stores it.
+
+    Attributes:
+        image: the encoded image file's bytes (JPEG, PNG, ...), stored as is.
+        label: class index (int, 0-based) or a label vector (floats).
+        id: the sample's global id (position in the dataset); RecordIO stores
+            it as ``IRHeader.id`` and the ``.idx`` key, LMDB derives its key from it.
+        filename: path relative to the source root, or "".
+        height, width: image size in pixels, 0 when unknown.
+        class_text: the class name, or "".
+    """
+
+    image: bytes
+    label: Label
+    id: int = 0
+    filename: str = ""
+    height: int = 0
+    width: int = 0
+    class_text: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardInfo:
+    """What the manifest records of one finished shard.
+
+    ``file`` is relative to the dataset directory; ``index`` is the shard's
+    index file (``.idx``) or None; ``bytes`` is the shard's data size;
+    ``sha256`` the hex digest of the shard's data file (``data.mdb`` for LMDB).
+    """
+
+    file: str
+    records: int
+    bytes: int
+    sha256: str
+    index: str | None = None
+
+
+class SampleReader(Protocol):
+    """Uniform view of one shard as ``(image_bytes, label)`` pairs. Torch-free,
+    picklable (paths and settings only), opened lazily per process."""
+
+    def __len__(self) -> int: ...
+
+    def sample(self, i: int) -> tuple[bytes, Label]: ...
