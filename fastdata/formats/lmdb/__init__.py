@@ -1,0 +1,1 @@
+"""lmdb format (being written)."""

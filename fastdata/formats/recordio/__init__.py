@@ -1,0 +1,1 @@
+"""recordio format (being written)."""

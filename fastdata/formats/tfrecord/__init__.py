@@ -1,0 +1,1 @@
+"""tfrecord format (being written)."""

@@ -1,0 +1,73 @@
+"""fastdata's own random streams for augmentation: never the global NumPy state.
+
+Two ways a transform gets randomness, both pure functions of seeds:
+
+* per process: :func:`generator` returns this process's generator. In a
+  DataLoader worker it is reseeded by :func:`fastdata.seed_worker` from
+  ``(seed, epoch, rank, worker_id)``; without that it derives from
+  ``torch.initial_seed()``, which PyTorch already makes distinct per worker.
+* per sample: a sampler that yields :class:`SampleKey` instead of ``int``
+  makes the dataset run that sample's transforms under
+  :func:`sample_generator` ``(seed, epoch, index)``, so augmentation depends
+  on the sample alone and not on which worker happened to load it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import NamedTuple
+
+import numpy as np
+
+_state: dict[str, object] = {"pid": None, "gen": None}
+
+
+class SampleKey(NamedTuple):
+    """An index a sampler yields to request per-sample seeded augmentation."""
+
+    index: int
+    seed: int
+    epoch: int
+
+
+def _mix(*words: int) -> int:
+    # SeedSequence hashes its entropy well; the tuple keeps fields apart.
+    return int(np.random.SeedSequence([w & 0xFFFFFFFFFFFFFFFF for w in words]).generate_state(2, np.uint64)[0])
+
+
+def sample_generator(seed: int, epoch: int, index: int) -> np.random.Generator:
+    """The generator for one sample in one epoch; same inputs, same stream."""
+    return np.random.Generator(np.random.Philox(key=_mix(seed, epoch, index, 0x5A3D)))
+
+
+def worker_generator(seed: int, epoch: int, rank: int, worker_id: int) -> np.random.Generator:
+    """The generator for one worker of one rank in one epoch."""
+    return np.random.Generator(np.random.Philox(key=_mix(seed, epoch, rank, worker_id, 0x77E1)))
+
+
+def set_generator(gen: np.random.Generator) -> None:
+    """Install ``gen`` as this process's generator (what seed_worker calls)."""
+    _state["pid"] = os.getpid()
+    _state["gen"] = gen
+
+
+def generator() -> np.random.Generator:
+    """This process's augmentation generator (a fresh one after fork)."""
+    if _state["pid"] != os.getpid() or _state["gen"] is None:
+        import torch
+
+        set_generator(np.random.Generator(np.random.Philox(key=_mix(torch.initial_seed(), 0x1D))))
+    return _state["gen"]  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def use(gen: np.random.Generator) -> Iterator[np.random.Generator]:
+    """Make ``gen`` the process generator inside the block."""
+    previous = (_state["pid"], _state["gen"])
+    set_generator(gen)
+    try:
+        yield gen
+    finally:
+        _state["pid"], _state["gen"] = previous
