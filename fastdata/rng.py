@@ -71,3 +71,17 @@ def use(gen: np.random.Generator) -> Iterator[np.random.Generator]:
         yield gen
     finally:
         _state["pid"], _state["gen"] = previous
+
+
+@contextlib.contextmanager
+def sample_scope(key: int | SampleKey) -> Iterator[int]:
+    """What a dataset's ``__getitem__`` wraps its work in; yields the int index.
+
+    For a :class:`SampleKey` the block runs under that sample's generator;
+    for a plain index the process generator stays in force.
+    """
+    if isinstance(key, SampleKey):
+        with use(sample_generator(key.seed, key.epoch, key.index)):
+            yield int(key.index)
+    else:
+        yield int(key)
