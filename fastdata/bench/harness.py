@@ -1,0 +1,157 @@
+"""Interleaved timing of benchmark variants, with warm-up, repeats and peak RSS."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import statistics
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+
+@dataclasses.dataclass
+class Variant:
+    """One thing to time.
+
+    Attributes:
+        name: row label, unique.
+        group: rows in one group are compared against the group's baseline.
+        run: called once per round; iterates the pipeline for one pass and
+            returns the number of items it processed (images, records, ...).
+        baseline: the name of the row this one's ratio is taken against.
+        unit: what ``run`` counts ("img", "rec").
+        note: shown in the table (e.g. "PIL stand-in: torchvision not installed").
+        bytes_per_item: for MB/s columns, when meaningful.
+    """
+
+    name: str
+    group: str
+    run: Callable[[], int]
+    baseline: str | None = None
+    unit: str = "img"
+    note: str = ""
+    bytes_per_item: float | None = None
+    setup: Callable[[], Any] | None = None
+    teardown: Callable[[], Any] | None = None
+
+
+@dataclasses.dataclass
+class Result:
+    name: str
+    group: str
+    unit: str
+    rates: list[float]
+    peak_rss_mb: float
+    baseline: str | None
+    note: str
+    bytes_per_item: float | None
+    error: str | None = None
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.rates) if self.rates else 0.0
+
+
+def run_interleaved(
+    variants: Sequence[Variant],
+    *,
+    rounds: int = 3,
+    warmup: int = 1,
+    progress: Callable[[str], None] | None = None,
+) -> list[Result]:
+    """Time every variant ``rounds`` times, one pass of each per round.
+
+    The first ``warmup`` rounds are run and discarded (page cache, worker
+    start-up, lazy imports). A variant that raises is reported with its error
+    and left out of later rounds; the others go on.
+    """
+    results = {v.name: Result(v.name, v.group, v.unit, [], 0.0, v.baseline, v.note, v.bytes_per_item) for v in variants}
+    total = (warmup + rounds) * len(variants)
+    step = 0
+    for rnd in range(warmup + rounds):
+        for v in variants:
+            step += 1
+            res = results[v.name]
+            if res.error:
+                continue
+            if progress:
+                label = "warm-up" if rnd < warmup else f"round {rnd - warmup + 1}/{rounds}"
+                progress(f"[{step}/{total}] {label}: {v.name}")
+            try:
+                rate, rss = _timed(v)
+            except Exception as exc:  # a broken variant must not sink the others
+                res.error = f"{type(exc).__name__}: {exc}"[:300]
+                continue
+            res.peak_rss_mb = max(res.peak_rss_mb, rss)
+            if rnd >= warmup:
+                res.rates.append(rate)
+    return list(results.values())
+
+
+def _timed(v: Variant) -> tuple[float, float]:
+    if v.setup:
+        v.setup()
+    sampler = _RssSampler()
+    sampler.start()
+    try:
+        t0 = time.perf_counter()
+        n = v.run()
+        dt = time.perf_counter() - t0
+    finally:
+        peak = sampler.stop()
+        if v.teardown:
+            v.teardown()
+    return (n / dt if dt > 0 else 0.0), peak
+
+
+class _RssSampler(threading.Thread):
+    """Peak resident memory of this process plus its children (DataLoader workers), in MB."""
+
+    def __init__(self, interval: float = 0.05) -> None:
+        super().__init__(daemon=True)
+        self.interval = interval
+        self.peak = 0.0
+        self._stop = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, tree_rss_mb(os.getpid()))
+            self._stop.wait(self.interval)
+
+    def stop(self) -> float:
+        self._stop.set()
+        self.join()
+        return max(self.peak, tree_rss_mb(os.getpid()))
+
+
+def tree_rss_mb(pid: int) -> float:
+    """RSS of ``pid`` and all its descendants, from /proc (0 where /proc is absent)."""
+    total = 0
+    for p in _descendants(pid):
+        try:
+            with open(f"/proc/{p}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+                        break
+        except OSError:
+            continue
+    return total / 1024
+
+
+def _descendants(pid: int) -> Iterable[int]:
+    stack, seen = [pid], set()
+    while stack:
+        p = stack.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        yield p
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    stack.extend(int(c) for c in f.read().split())
+        except OSError:
+            continue
