@@ -1,0 +1,286 @@
+"""Parse serialized ``tf.train.Example`` and ``tf.train.SequenceExample`` records.
+
+A hand-written walker over the protobuf wire format (see ``spec.md``): it
+decodes only the features asked for, accepts packed and unpacked repeated
+numbers alike, skips unknown fields, and reports malformed input as a
+FormatError instead of crashing or returning garbage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+import numpy as np
+
+from ...errors import FormatError
+from .._protowire import FIXED32, FIXED64, LEN, VARINT, decode_varint
+
+BYTES, FLOAT, INT64 = "bytes", "float", "int64"
+_KIND_OF_FIELD = {1: BYTES, 2: FLOAT, 3: INT64}
+
+SEQUENCE_HINT = (
+    "this record is a tf.train.SequenceExample (it has feature_lists), not a tf.train.Example; "
+    "use parse_sequence_example(record) -> (context, feature_lists)"
+)
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    b = buf[pos]
+    if b < 0x80:  # one-byte varints are by far the most common: skip the general loop
+        return b, pos + 1
+    return decode_varint(buf, pos)
+
+
+def _skip(buf: bytes, pos: int, wire_type: int) -> int:
+    if wire_type == VARINT:
+        return decode_varint(buf, pos)[1]
+    if wire_type == LEN:
+        n, pos = _varint(buf, pos)
+        return pos + n
+    if wire_type == FIXED32:
+        return pos + 4
+    if wire_type == FIXED64:
+        return pos + 8
+    raise FormatError(f"malformed protobuf: unsupported wire type {wire_type}")
+
+
+def _len_end(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    n, pos = _varint(buf, pos)
+    if pos + n > end:
+        raise FormatError(f"malformed protobuf: a field claims {n} bytes, {end - pos} left")
+    return pos, pos + n
+
+
+def _packed_varints(chunk: bytes) -> np.ndarray:
+    """Decode concatenated varints into int64 (two's complement, as int64_list stores negatives)."""
+    a = np.frombuffer(chunk, np.uint8)
+    if len(a) == 0:
+        return np.zeros(0, np.int64)
+    last = a < 0x80
+    if not last[-1]:
+        raise FormatError("malformed protobuf: truncated varint in a packed int64 list")
+    ends = np.flatnonzero(last)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    lengths = ends - starts + 1
+    if lengths.max() > 10:
+        raise FormatError("malformed protobuf: varint longer than 10 bytes")
+    shift = (np.arange(len(a)) - np.repeat(starts, lengths)) * 7
+    parts = (a & 0x7F).astype(np.uint64) << shift.astype(np.uint64)
+    return np.bitwise_or.reduceat(parts, starts).view(np.int64)
+
+
+def _list_values(buf: bytes, start: int, end: int, kind: str) -> list:
+    """The repeated field 1 of a BytesList/FloatList/Int64List, as a list of chunks."""
+    out: list = []
+    pos = start
+    while pos < end:
+        key, pos = _varint(buf, pos)
+        if key >> 3 != 1:
+            pos = _skip(buf, pos, key & 7)
+            continue
+        wire = key & 7
+        if wire == LEN:
+            s, pos = _len_end(buf, pos, end)
+            chunk = buf[s:pos]
+            if kind == BYTES:
+                out.append(chunk)
+            elif kind == FLOAT:
+                if len(chunk) % 4:
+                    raise FormatError(f"malformed float_list: packed length {len(chunk)} is not a multiple of 4")
+                out.append(np.frombuffer(chunk, "<f4"))
+            else:
+                out.append(_packed_varints(chunk))
+        elif wire == FIXED32 and kind == FLOAT:  # unpacked float
+            if pos + 4 > end:
+                raise FormatError("malformed float_list: truncated float")
+            out.append(np.frombuffer(buf[pos : pos + 4], "<f4"))
+            pos += 4
+        elif wire == VARINT and kind == INT64:  # unpacked int64
+            value, pos = decode_varint(buf, pos)
+            out.append(np.array([value], np.uint64).view(np.int64))
+        else:
+            raise FormatError(f"malformed {kind} list: wire type {wire} for its values")
+    if pos != end:
+        raise FormatError(f"malformed {kind} list: runs {pos - end} bytes past its end")
+    return out
+
+
+def _feature(buf: bytes, start: int, end: int) -> tuple[str | None, list]:
+    """Parse a Feature message into ``(kind, chunks)``; kind is None for an empty Feature."""
+    kind: str | None = None
+    chunks: list = []
+    pos = start
+    while pos < end:
+        key, pos = _varint(buf, pos)
+        field = key >> 3
+        if field in _KIND_OF_FIELD and key & 7 == LEN:
+            s, pos = _len_end(buf, pos, end)
+            new = _KIND_OF_FIELD[field]
+            if new != kind:  # a later member of the oneof replaces an earlier one
+                kind, chunks = new, []
+            chunks.extend(_list_values(buf, s, pos, new))
+        else:
+            pos = _skip(buf, pos, key & 7)
+    if pos != end:
+        raise FormatError("malformed Feature: runs past its end")
+    return kind, chunks
+
+
+def _value(kind: str | None, chunks: list):
+    if kind == BYTES or kind is None:
+        return chunks
+    if kind == FLOAT:
+        return np.concatenate(chunks).astype(np.float32) if chunks else np.zeros(0, np.float32)
+    return np.concatenate(chunks) if len(chunks) != 1 else chunks[0]
+
+
+def _map_entries(buf: bytes, start: int, end: int):
+    """Yield ``(name, value_bytes_or_range)`` for each entry of a ``map<string, Message>`` field 1.
+
+    The value is ``(start, end)`` in ``buf``; an entry that repeats its value
+    field (legal, the parts merge) yields the joined bytes instead. A missing
+    key or value defaults to empty, as protobuf specifies.
+    """
+    pos = start
+    while pos < end:
+        key, pos = _varint(buf, pos)
+        if key != 0x0A:
+            pos = _skip(buf, pos, key & 7)
+            continue
+        s, pos = _len_end(buf, pos, end)
+        name, ranges = b"", []
+        p = s
+        while p < pos:
+            k, p = _varint(buf, p)
+            if k == 0x0A:
+                a, p = _len_end(buf, p, pos)
+                name = buf[a:p]
+            elif k == 0x12:
+                a, p = _len_end(buf, p, pos)
+                ranges.append((a, p))
+            else:
+                p = _skip(buf, p, k & 7)
+        if p != pos:
+            raise FormatError("malformed map entry: runs past its end")
+        if len(ranges) == 1:
+            yield name, buf, ranges[0][0], ranges[0][1]
+        else:
+            joined = b"".join(buf[a:b] for a, b in ranges)
+            yield name, joined, 0, len(joined)
+    if pos != end:
+        raise FormatError("malformed map: runs past its end")
+
+
+def _features(buf: bytes, start: int, end: int, out: dict, wanted: Collection[bytes] | None) -> None:
+    """Parse a Features message into ``out[name_bytes] = (kind, chunks)``; a repeated key: last wins."""
+    for name, vbuf, vs, ve in _map_entries(buf, start, end):
+        if wanted is None or name in wanted:
+            out[name] = _feature(vbuf, vs, ve)
+
+
+def _feature_lists(buf: bytes, start: int, end: int, out: dict) -> None:
+    """FeatureLists { map<string, FeatureList> }, FeatureList { repeated Feature feature = 1 }."""
+    for name, vbuf, vs, ve in _map_entries(buf, start, end):
+        steps = []
+        pos = vs
+        while pos < ve:
+            key, pos = _varint(vbuf, pos)
+            if key == 0x0A:
+                s, pos = _len_end(vbuf, pos, ve)
+                steps.append(_value(*_feature(vbuf, s, pos)))
+            else:
+                pos = _skip(vbuf, pos, key & 7)
+        out[name] = steps
+
+
+def _top(record: bytes, wanted: Collection[bytes] | None, sequence: bool) -> tuple[dict, dict]:
+    """Walk an Example (field 1: Features) or SequenceExample (1: context, 2: feature_lists)."""
+    context: dict = {}
+    lists: dict = {}
+    end = len(record)
+    pos = 0
+    try:
+        while pos < end:
+            key, pos = _varint(record, pos)
+            if key == 0x0A:
+                s, pos = _len_end(record, pos, end)
+                _features(record, s, pos, context, wanted)
+            elif key == 0x12:
+                if not sequence:
+                    raise FormatError(SEQUENCE_HINT)
+                s, pos = _len_end(record, pos, end)
+                _feature_lists(record, s, pos, lists)
+            else:
+                pos = _skip(record, pos, key & 7)
+        if pos != end:
+            raise FormatError("malformed protobuf: the last field runs past the end of the record")
+    except IndexError:
+        raise FormatError("malformed protobuf: the record ends inside a field") from None
+    return context, lists
+
+
+def _as_bytes(record) -> bytes:
+    if isinstance(record, bytes):
+        return record
+    if isinstance(record, (bytearray, memoryview)):
+        return bytes(record)
+    raise TypeError(f"expected the serialized record as bytes, got {type(record).__name__}")
+
+
+def parse_example(record: bytes | bytearray | memoryview) -> dict[str, object]:
+    """Parse a serialized ``tf.train.Example`` into ``{name: value}``.
+
+    Values: a bytes_list becomes ``list[bytes]``; an int64_list a 1-D
+    ``np.int64`` array; a float_list a 1-D ``np.float32`` array; a Feature
+    with no list set becomes ``[]``.
+
+    Raises:
+        FormatError: malformed protobuf, or the record is a SequenceExample
+            (the message says to use :func:`parse_sequence_example`).
+    """
+    features, _ = _top(_as_bytes(record), None, sequence=False)
+    return {_name(k): _value(*v) for k, v in features.items()}
+
+
+def parse_sequence_example(record: bytes | bytearray | memoryview) -> tuple[dict[str, object], dict[str, list]]:
+    """Parse a serialized ``tf.train.SequenceExample`` into ``(context, feature_lists)``.
+
+    ``context`` is like :func:`parse_example`'s result; ``feature_lists`` maps
+    each name to a list with one value per step. A plain Example parses as a
+    SequenceExample with empty ``feature_lists`` (the two are identical on the wire).
+    """
+    context, lists = _top(_as_bytes(record), None, sequence=True)
+    return {_name(k): _value(*v) for k, v in context.items()}, {_name(k): v for k, v in lists.items()}
+
+
+def is_sequence_example(record: bytes | bytearray | memoryview) -> bool:
+    """True when the record carries SequenceExample ``feature_lists`` (top-level field 2)."""
+    buf = _as_bytes(record)
+    pos, end = 0, len(buf)
+    try:
+        while pos < end:
+            key, pos = _varint(buf, pos)
+            if key == 0x12:
+                return True
+            pos = _skip(buf, pos, key & 7)
+    except (IndexError, FormatError):
+        return False
+    return False
+
+
+def find_features(record: bytes, names: Collection[bytes]) -> dict[bytes, tuple[str | None, list]]:
+    """Decode only the features in ``names`` (bytes keys): ``{name: (kind, chunks)}``; absent names are missing."""
+    features, _ = _top(record, names, sequence=False)
+    return features
+
+
+def feature_value(kind: str | None, chunks: list):
+    """The public value of a feature returned by :func:`find_features` (see :func:`parse_example`)."""
+    return _value(kind, chunks)
+
+
+def _name(key: bytes) -> str:
+    try:
+        return key.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"feature name {key!r} is not valid UTF-8") from exc

@@ -1,0 +1,231 @@
+"""Random-access and sequential reading of one TFRecord file."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from collections.abc import Iterator
+
+import crc32c
+import numpy as np
+
+from ...errors import ConfigError, FormatError
+from . import compression as _compression
+from .framing import HEADER, MASK_DELTA, OVERHEAD, check_header, data_crc_error, iter_stream, scan
+from .index import check_index, default_index_path, read_index
+
+_unpack_header = struct.Struct("<QI").unpack_from
+_unpack_u32 = struct.Struct("<I").unpack_from
+
+
+class Reader:
+    """The records of one TFRecord file, by position or in order.
+
+    Args:
+        path: the TFRecord file.
+        index: its index file (``offset length`` lines). Default: use
+            ``path + ".idx"`` when that file exists, else find the records by
+            scanning the file's headers once per process (cost grows with the
+            record count, not the data size).
+        compression: ``None`` detects it (see :func:`compression.detect`);
+            ``"none"``, ``"gzip"`` or ``"zlib"`` (TensorFlow's ``"GZIP"``/``"ZLIB"`` too) force it.
+        verify: check both CRCs of every record read (default). ``False``
+            skips them; lengths are still bounds-checked.
+
+    ``len(r)`` and ``r[i]`` (``bytes`` of record ``i``; negative ``i`` counts
+    from the end) need an uncompressed file; compressed files support
+    ``len`` and iteration only (``len`` decompresses the whole file once per
+    process) and ``r[i]`` raises ConfigError saying how to decompress.
+
+    The file is memory-mapped lazily in each process (the pid is checked),
+    and pickling keeps only the arguments, so a Reader can be handed to
+    DataLoader workers under fork or spawn. Offsets are held as two int64
+    arrays (16 bytes per record).
+
+    Raises:
+        ConfigError: missing file or index, bad ``compression``, random access
+            into a compressed file.
+        FormatError: a CRC mismatch, truncated record, impossible length or
+            stale index, naming the file and byte offset.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        index: str | os.PathLike[str] | None = None,
+        compression: str | None = None,
+        verify: bool = True,
+    ) -> None:
+        self.path = os.fspath(path)
+        self.index = None if index is None else os.fspath(index)
+        self.compression = _compression.normalize(compression)
+        self.verify = bool(verify)
+        if not os.path.isfile(self.path):
+            raise ConfigError(f"{self.path}: no such TFRecord file")
+        if self.index is not None and not os.path.isfile(self.index):
+            raise ConfigError(
+                f"{self.index}: index file not found; build it with "
+                f"fastdata.formats.tfrecord.build_index({self.path!r}, {self.index!r}), or pass index=None to scan"
+            )
+        self._reset()
+
+    # -- per-process state -------------------------------------------------
+    def _reset(self) -> None:
+        self._pid: int | None = None
+        self._mm: mmap.mmap | bytes | None = None
+        self._kind: str | None = None
+        self._offsets: np.ndarray | None = None
+        self._sizes: np.ndarray | None = None
+        self._off_view: memoryview | None = None
+        self._size_view: memoryview | None = None
+        self._count: int | None = None
+
+    def _open(self) -> None:
+        """(Re)open in this process: detect compression, map the file, load or build offsets."""
+        self.close()
+        kind = _compression.detect(self.path, self.compression)
+        self._kind = kind
+        if kind == "none":
+            size = os.path.getsize(self.path)
+            if size:
+                with open(self.path, "rb") as f:
+                    self._mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            else:
+                self._mm = b""
+            if self._offsets is None:
+                self._set_offsets(*self._load_offsets(size))
+        elif self.index is not None:
+            raise ConfigError(
+                f"{self.path} is {kind.upper()}-compressed and cannot use the index {self.index}: "
+                f"{_compression.COMPRESSED_HINT}"
+            )
+        self._pid = os.getpid()
+
+    def _load_offsets(self, size: int) -> tuple[np.ndarray, np.ndarray]:
+        index = self.index
+        if index is None and os.path.isfile(default_index_path(self.path)):
+            index = default_index_path(self.path)
+        if index is None:
+            return scan(self._mm, size, self.path, self.verify)
+        offsets, sizes = read_index(index)
+        check_index(offsets, sizes, size, self.path, index)
+        return offsets, sizes
+
+    def _set_offsets(self, offsets: np.ndarray, sizes: np.ndarray) -> None:
+        self._offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        self._sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+        # memoryview indexing returns Python ints, several times faster than numpy scalars
+        self._off_view = memoryview(self._offsets)
+        self._size_view = memoryview(self._sizes)
+        self._count = len(self._offsets)
+
+    def close(self) -> None:
+        """Unmap the file; the reader reopens it on next use."""
+        if isinstance(self._mm, mmap.mmap) and self._pid == os.getpid():
+            self._mm.close()
+        self._mm = None
+        self._pid = None
+
+    def __enter__(self) -> Reader:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __getstate__(self) -> dict:
+        return {"path": self.path, "index": self.index, "compression": self.compression, "verify": self.verify}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._reset()
+
+    # -- public API ---------------------------------------------------------
+    @property
+    def offsets(self) -> np.ndarray:
+        """Byte offset of each record (int64), uncompressed files only."""
+        self._require_random_access()
+        return self._offsets
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """Framed size of each record (int64, data length + 16), uncompressed files only."""
+        self._require_random_access()
+        return self._sizes
+
+    @property
+    def compressed(self) -> bool:
+        if self._pid != os.getpid():
+            self._open()
+        return self._kind != "none"
+
+    def __len__(self) -> int:
+        if self._pid != os.getpid():
+            self._open()
+        if self._count is None:  # compressed: count by decompressing once
+            self._count = sum(1 for _ in self)
+        return self._count
+
+    def __getitem__(self, i: int) -> bytes:
+        if self._pid != os.getpid():
+            self._open()
+        try:
+            offset = self._off_view[i]
+            length = self._size_view[i] - OVERHEAD
+        except TypeError:
+            if self._off_view is None:
+                self._require_random_access()
+            raise TypeError(f"record indices must be integers, got {type(i).__name__}") from None
+        except IndexError:
+            raise IndexError(f"record {i} out of range: {self.path} has {self._count} records") from None
+        mm = self._mm
+        start = offset + HEADER
+        if not self.verify:
+            return mm[start : start + length]
+        stored_length, stored = _unpack_header(mm, offset)
+        crc = crc32c.crc32c(mm[offset : offset + 8])
+        if stored_length != length or (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF != stored:
+            self._raise_header(offset, length)
+        data = mm[start : start + length]
+        crc = crc32c.crc32c(data)
+        crc = (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF
+        (stored,) = _unpack_u32(mm, start + length)
+        if crc != stored:
+            raise data_crc_error(self.path, offset, stored, crc)
+        return data
+
+    def __iter__(self) -> Iterator[bytes]:
+        if self._pid != os.getpid():
+            self._open()
+        if self._kind == "none":
+            for i in range(self._count):
+                yield self[i]
+            return
+        with _compression.open_stream(self.path, self._kind) as stream:
+            count = 0
+            for record in iter_stream(stream, self.path, self.verify):
+                count += 1
+                yield record
+        self._count = count
+
+    def __repr__(self) -> str:
+        return f"Reader({self.path!r}, index={self.index!r}, compression={self.compression!r}, verify={self.verify})"
+
+    # -- errors ---------------------------------------------------------------
+    def _require_random_access(self) -> None:
+        if self._pid != os.getpid():
+            self._open()
+        if self._kind != "none":
+            raise ConfigError(
+                f"{self.path} is {self._kind.upper()}-compressed, so it has no random access: "
+                f"{_compression.COMPRESSED_HINT}"
+            )
+
+    def _raise_header(self, offset: int, length: int) -> None:
+        size = os.path.getsize(self.path)
+        found = check_header(self._mm, offset, size - offset, self.path, True)  # raises on a bad CRC
+        raise FormatError(
+            f"record length {found} disagrees with the index, which says {length}",
+            path=self.path, offset=offset,
+            hint="the index is stale or belongs to another file; rebuild it with build_index",
+        )

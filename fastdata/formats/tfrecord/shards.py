@@ -1,0 +1,213 @@
+"""Image-classification shards in TensorFlow's ImageNet layout (``tf.train.Example`` keys
+``image/encoded``, ``image/class/label``, ...), readable by TensorFlow, DALI and the
+``tfrecord`` package.
+
+Labels follow TensorFlow's ImageNet convention: a class index ``c`` is stored as
+``c + 1`` (0 is "background"/unused), so :data:`LABEL_BASE` is 1 and readers
+subtract it. A label *vector* is stored as a float_list as given, never shifted.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+from ...errors import FormatError
+from .._atomic import commit, partial_path, remove, sha256_file
+from ..sample import Label, Sample, ShardInfo
+from .example_encode import encode_example
+from .example_parse import BYTES, FLOAT, INT64, feature_value, find_features, parse_example
+from .index import default_index_path
+from .reader import Reader
+from .writer import Writer
+
+IMAGE_KEY = "image/encoded"
+LABEL_KEY = "image/class/label"
+LABEL_BASE = 1
+
+_MAGIC = (
+    (b"\xff\xd8\xff", b"JPEG"),
+    (b"\x89PNG\r\n\x1a\n", b"PNG"),
+    (b"GIF87a", b"GIF"),
+    (b"GIF89a", b"GIF"),
+    (b"BM", b"BMP"),
+    (b"II*\x00", b"TIFF"),
+    (b"MM\x00*", b"TIFF"),
+)
+
+
+def image_format(image: bytes) -> bytes:
+    """``b"JPEG"``, ``b"PNG"``, ``b"GIF"``, ``b"BMP"``, ``b"TIFF"``, ``b"WEBP"`` from the magic bytes, else ``b""``."""
+    if image[:4] == b"RIFF" and image[8:12] == b"WEBP":
+        return b"WEBP"
+    for magic, name in _MAGIC:
+        if image[: len(magic)] == magic:
+            return name
+    return b""
+
+
+def encode_sample(sample: Sample) -> bytes:
+    """One :class:`Sample` as a serialized ``tf.train.Example`` (ImageNet keys).
+
+    An int label ``c`` is stored as int64 ``c + 1``; a label vector (list,
+    tuple or array) as a float_list, unshifted. Height/width 0 mean unknown.
+    """
+    label = sample.label
+    if isinstance(label, (bool, np.bool_)) or not isinstance(label, (int, np.integer, float, np.floating, list, tuple, np.ndarray)):
+        raise TypeError(f"sample {sample.id}: label must be an int class index or a vector of floats, got {label!r}")
+    if isinstance(label, (int, np.integer)):
+        stored: object = [int(label) + LABEL_BASE]
+        kind = "int64"
+    else:
+        stored = np.asarray(label, dtype=np.float32).ravel()
+        kind = "float"
+    return encode_example(
+        {
+            IMAGE_KEY: bytes(sample.image),
+            "image/format": image_format(sample.image),
+            LABEL_KEY: stored,
+            "image/class/text": sample.class_text,
+            "image/filename": sample.filename,
+            "image/height": int(sample.height),
+            "image/width": int(sample.width),
+        },
+        kinds={LABEL_KEY: kind},
+    )
+
+
+def write_shard(path: str | os.PathLike[str], samples: Iterable[Sample]) -> ShardInfo:
+    """Write ``samples`` as one TFRecord shard plus its index ``<shard>.idx``.
+
+    Both files are written under ``.partial`` names and renamed when complete
+    (index first), so a shard with its final name always has its index. On
+    any error the partial files are removed. Returns the :class:`ShardInfo`
+    (``file`` and ``index`` are basenames; ``bytes``/``sha256`` describe the shard file).
+    """
+    path = Path(path)
+    index = Path(default_index_path(path))
+    part, index_part = partial_path(path), partial_path(index)
+    try:
+        with Writer(part, index=index_part) as writer:
+            for sample in samples:
+                writer.write(encode_sample(sample))
+        commit(index_part, index)
+        commit(part, path)
+    except BaseException:
+        remove(part)
+        remove(index_part)
+        raise
+    return ShardInfo(file=path.name, records=len(writer), bytes=path.stat().st_size, sha256=sha256_file(path), index=index.name)
+
+
+class TFRecordShard:
+    """A TFRecord file seen as ``(image_bytes, label)`` samples (a :class:`SampleReader`).
+
+    See :func:`open_shard` for the arguments. ``sample(i)`` needs an
+    uncompressed file; iteration works on compressed files too.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        image_key: str = IMAGE_KEY,
+        label_key: str = LABEL_KEY,
+        label_base: int | None = None,
+        index: str | os.PathLike[str] | None = None,
+        compression: str | None = None,
+        verify: bool = True,
+    ) -> None:
+        self.reader = Reader(path, index=index, compression=compression, verify=verify)
+        self.image_key = image_key
+        self.label_key = label_key
+        self.label_base = (LABEL_BASE if label_key == LABEL_KEY else 0) if label_base is None else int(label_base)
+        self._keys = (image_key.encode(), label_key.encode())
+
+    @property
+    def path(self) -> str:
+        return self.reader.path
+
+    def __len__(self) -> int:
+        return len(self.reader)
+
+    def sample(self, i: int) -> tuple[bytes, Label]:
+        """Record ``i`` as ``(image_bytes, label)`` with a 0-based label (see :func:`open_shard`)."""
+        return self._decode(self.reader[i], i)
+
+    def __iter__(self) -> Iterator[tuple[bytes, Label]]:
+        for i, record in enumerate(self.reader):
+            yield self._decode(record, i)
+
+    def _decode(self, record: bytes, i: int) -> tuple[bytes, Label]:
+        image_key, label_key = self._keys
+        try:
+            found = find_features(record, self._keys)
+        except FormatError as exc:
+            raise self._error(i, f"record {i}: {exc.reason}", None) from None
+        image = found.get(image_key)
+        if image is None or image[0] != BYTES or len(image[1]) != 1:
+            raise self._error(i, f"record {i}: {self.image_key!r} should hold one bytes value", record, self.image_key)
+        label = found.get(label_key)
+        if label is None:
+            raise self._error(i, f"record {i}: no label feature {self.label_key!r}", record, self.label_key)
+        kind, chunks = label
+        value = feature_value(kind, chunks)
+        if kind == FLOAT:
+            return image[1][0], value
+        if kind != INT64 or len(value) == 0:
+            raise self._error(i, f"record {i}: label {self.label_key!r} should be int64 or float, not {kind}", None, self.label_key)
+        value = value - self.label_base
+        if (value < 0).any():
+            raise self._error(
+                i, f"record {i}: stored label {value + self.label_base} is below label_base={self.label_base}",
+                None, self.label_key, hint="if this file stores 0-based labels, open it with label_base=0",
+            )
+        return image[1][0], int(value[0]) if len(value) == 1 else value
+
+    def _error(self, i: int, message: str, record: bytes | None, key: str | None = None, hint: str | None = None) -> FormatError:
+        offset = None if self.reader.compressed else int(self.reader.offsets[i])
+        if record is not None and hint is None:
+            try:
+                present = sorted(parse_example(record))
+                hint = f"the record has {present}; choose image_key/label_key accordingly"
+            except FormatError as exc:
+                hint = exc.reason
+        return FormatError(message, path=self.path, offset=offset, key=key, hint=hint)
+
+    def __repr__(self) -> str:
+        return f"TFRecordShard({self.path!r}, image_key={self.image_key!r}, label_key={self.label_key!r}, label_base={self.label_base})"
+
+
+def open_shard(
+    path: str | os.PathLike[str],
+    *,
+    image_key: str = IMAGE_KEY,
+    label_key: str = LABEL_KEY,
+    label_base: int | None = None,
+    index: str | os.PathLike[str] | None = None,
+    **opts,
+) -> TFRecordShard:
+    """Open a TFRecord file of image Examples as a :class:`SampleReader`.
+
+    Args:
+        path: the TFRecord file (fastdata's or any ImageNet-style file).
+        image_key: the bytes feature holding the encoded image.
+        label_key: the int64 (class) or float (vector) label feature.
+        label_base: what the file stores for class 0; it is subtracted from
+            int64 labels so ``sample`` returns 0-based labels. ``None``
+            (default) means 1 when ``label_key`` is ``"image/class/label"``
+            (TensorFlow's ImageNet scripts and fastdata's writer store
+            ``class + 1`` there) and 0 for any other key. Float labels are
+            returned unchanged.
+        index: index file; default ``path + ".idx"`` if present, else a scan.
+        **opts: ``compression`` and ``verify``, passed to :class:`Reader`.
+
+    ``sample(i)`` returns ``(image_bytes, label)``: label is an ``int`` for a
+    single int64 value, an ``np.int64`` array for several, an ``np.float32``
+    array for a float list. A stored label below ``label_base`` raises
+    FormatError (the hint says to pass ``label_base=0``).
+    """
+    return TFRecordShard(path, image_key=image_key, label_key=label_key, label_base=label_base, index=index, **opts)
