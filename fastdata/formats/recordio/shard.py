@@ -1,0 +1,178 @@
+"""Image samples in RecordIO shards: the registry's ``write_shard``,
+``open_shard`` and ``finalize`` (the one DALI index over all shards)."""
+
+from __future__ import annotations
+
+import numbers
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+
+from ...errors import FormatError
+from .._atomic import commit, partial_path, remove, sha256_file
+from ..sample import Label, Sample, ShardInfo
+from .index import default_index_path
+from .irheader import IR_FORMAT, IR_SIZE, IRHeader, pack, unpack
+from .reader import Reader
+from .writer import Writer
+
+DALI_INDEX = "dali.idx"
+
+_unpack_ir = IR_FORMAT.unpack_from
+
+
+def _header(sample: Sample) -> IRHeader:
+    label = sample.label
+    if isinstance(label, numbers.Real):
+        return IRHeader(0, float(label), sample.id, 0)
+    labels = np.asarray(label, dtype=np.float32).ravel()
+    return IRHeader(labels.size, labels, sample.id, 0)
+
+
+def write_shard(path: str | os.PathLike[str], samples: Iterable[Sample]) -> ShardInfo:
+    """Write ``samples`` as one ``.rec`` plus ``.idx``, atomically.
+
+    Each payload is ``pack(IRHeader(flag, label, sample.id, 0), sample.image)``
+    (flag 0 for a class index, the vector length for label vectors) and its
+    ``.idx`` key is ``sample.id``, as im2rec does. Both files are written
+    under ``.partial`` names and renamed once complete (the ``.idx`` first).
+
+    Returns:
+        ShardInfo with basenames, the record count, the ``.rec`` size and sha256.
+
+    Raises:
+        ValueError: duplicate sample ids, an empty label vector, or an image
+            of 2**29 bytes or more. Nothing is left under the final names.
+    """
+    rec = Path(path)
+    idx = default_index_path(rec)
+    tmp_rec, tmp_idx = partial_path(rec), partial_path(idx)
+    try:
+        with Writer(tmp_rec, tmp_idx) as writer:
+            for sample in samples:
+                writer.write(pack(_header(sample), sample.image), key=sample.id)
+            count = writer.count
+        commit(tmp_idx, idx)
+        commit(tmp_rec, rec)
+    except BaseException:
+        remove(tmp_rec)
+        remove(tmp_idx)
+        raise
+    return ShardInfo(file=rec.name, records=count, bytes=rec.stat().st_size, sha256=sha256_file(rec), index=idx.name)
+
+
+class ImageRecordReader:
+    """One RecordIO shard as ``(image_bytes, label)`` samples.
+
+    Reads shards from :func:`write_shard` and foreign im2rec files alike.
+    ``label`` is an ``int`` when the header has flag 0 and an integral label
+    (a class index), else a float32 array: shape ``(1,)`` for a fractional
+    scalar label, ``(flag,)`` for label vectors. Picklable (paths only);
+    the file is opened lazily in each process.
+
+    Args:
+        rec: the ``.rec`` file.
+        index: its ``.idx`` (see :class:`Reader` for the default).
+
+    Raises:
+        FormatError: from :meth:`sample`, for a damaged record or one too short
+            for its IRHeader (names the file, offset and key).
+    """
+
+    def __init__(self, rec: str | os.PathLike[str], index: str | os.PathLike[str] | None = None) -> None:
+        self.records = Reader(rec, index)
+
+    @property
+    def path(self) -> str:
+        return self.records.rec
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def sample(self, i: int) -> tuple[bytes, Label]:
+        """Image bytes and label of the ``i``-th record in file order."""
+        payload = self.records[i]
+        if len(payload) >= IR_SIZE:
+            flag, label, _, _ = _unpack_ir(payload)
+            if flag == 0:
+                return payload[IR_SIZE:], int(label) if label.is_integer() else np.array([label], np.float32)
+            start = IR_SIZE + 4 * flag
+            if len(payload) >= start:
+                return payload[start:], np.frombuffer(payload, "<f4", flag, IR_SIZE).astype(np.float32)
+        self._too_short(i, payload)
+
+    def header(self, i: int) -> IRHeader:
+        """The full :class:`IRHeader` of the ``i``-th record (ids included)."""
+        payload = self.records[i]
+        try:
+            return unpack(payload)[0]
+        except FormatError:
+            self._too_short(i, payload)
+
+    def _too_short(self, i: int, payload: bytes) -> NoReturn:
+        flag = _unpack_ir(payload)[0] if len(payload) >= IR_SIZE else 0
+        need = IR_SIZE + 4 * flag
+        raise FormatError(
+            f"record of {len(payload)} bytes is too short for its IRHeader and labels ({need} bytes)",
+            path=self.records.rec, offset=self.records.offset(i), key=self.records.key(i),
+            hint="this is not an image RecordIO file (use fastdata.formats.recordio.Reader for raw records)",
+        )
+
+    def __repr__(self) -> str:
+        return f"ImageRecordReader({self.records.rec!r}, {len(self)} records)"
+
+
+def open_shard(path: str | os.PathLike[str], *, index: str | os.PathLike[str] | None = None) -> ImageRecordReader:
+    """Open a ``.rec`` shard (fastdata's or im2rec's) as a SampleReader."""
+    return ImageRecordReader(path, index)
+
+
+def write_dali_index(directory: str | os.PathLike[str], shards: list[ShardInfo], name: str = DALI_INDEX) -> Path:
+    """Write one index over all shards for ``fn.readers.mxnet``.
+
+    DALI takes a single ``index_path`` for all files in ``path``: it sorts the
+    offsets and reads each as a position in the concatenation of the files in
+    ``path`` order (verified against DALI 2.4 by the tests). So each shard's
+    offsets are shifted by the total size of the shards before it. Keys are
+    the records' own keys (DALI ignores them).
+
+    Raises:
+        FormatError: a shard with no records (DALI would then read the next
+            shard's records from the wrong file) or whose size disagrees
+            with the manifest.
+    """
+    directory = Path(directory)
+    lines: list[str] = []
+    base = 0
+    for shard in shards:
+        rec = directory / shard.file
+        reader = Reader(rec, directory / shard.index if shard.index else None)
+        size = rec.stat().st_size
+        if size != shard.bytes:
+            raise FormatError(f"file is {size} bytes, the manifest says {shard.bytes}", path=rec)
+        if len(reader) == 0:
+            raise FormatError(
+                "empty shard: DALI's mxnet reader maps offsets to files assuming every file holds a record",
+                path=rec, hint="drop empty shards from the dataset",
+            )
+        offsets = reader.offsets() + base
+        lines += [f"{k}\t{o}\n" for k, o in zip(reader.keys().tolist(), offsets.tolist())]
+        base += size
+        reader.close()
+    target = directory / name
+    tmp = partial_path(target)
+    with open(tmp, "w", encoding="ascii", newline="\n") as f:
+        f.write("".join(lines))
+    commit(tmp, target)
+    return target
+
+
+def finalize(directory: str | os.PathLike[str], manifest: Any) -> dict[str, Any]:
+    """Registry hook: write ``dali.idx`` for a non-empty dataset; returns ``{"dali_index": "dali.idx"}``."""
+    if not manifest.num_samples:
+        return {}
+    write_dali_index(directory, manifest.shards, DALI_INDEX)
+    return {"dali_index": DALI_INDEX}

@@ -1,0 +1,93 @@
+"""Write a ``.rec`` and its ``.idx`` the way dmlc-core's ``RecordIOWriter`` does."""
+
+from __future__ import annotations
+
+import operator
+import os
+from pathlib import Path
+
+from . import _framing, index as _index
+
+
+class Writer:
+    """Append records to a new ``.rec`` and write its ``.idx``.
+
+    Byte-compatible with MXNet's ``MXIndexedRecordIO`` in write mode: payloads
+    that hold the magic word at a 4-byte-aligned offset are split into
+    continuation parts there (the 4 bytes are dropped; readers restore them).
+    Files are created (truncated) at construction; use it as a context
+    manager or call :meth:`close`.
+
+    Args:
+        rec: the ``.rec`` to create.
+        index: the ``.idx`` to create; default ``rec`` with the ``.idx`` suffix.
+    """
+
+    def __init__(self, rec: str | os.PathLike[str], index: str | os.PathLike[str] | None = None) -> None:
+        self.rec = os.fspath(rec)
+        self.index = os.fspath(_index.default_index_path(rec) if index is None else index)
+        if Path(self.rec).resolve() == Path(self.index).resolve():
+            raise ValueError(f"the .rec and the .idx must be different files, got {self.rec} for both")
+        self._rec = open(self.rec, "wb", buffering=1 << 20)
+        self._idx = open(self.index, "w", encoding="ascii", newline="\n", buffering=1 << 16)
+        self._pos = 0
+        self._keys: set[int] = set()
+
+    @property
+    def count(self) -> int:
+        """Records written so far."""
+        return len(self._keys)
+
+    def tell(self) -> int:
+        """Byte offset the next record will start at."""
+        return self._pos
+
+    def write(self, payload: bytes | bytearray | memoryview, key: int | None = None) -> int:
+        """Append one record.
+
+        Args:
+            payload: the record's bytes (any length below 2**29, including 0).
+            key: its ``.idx`` key; default the number of records written before it.
+
+        Returns:
+            The record's byte offset.
+
+        Raises:
+            ValueError: the payload is 2**29 bytes or more, the key is already
+                used, or the writer is closed.
+            TypeError: ``key`` is not an integer.
+        """
+        if self._rec.closed:
+            raise ValueError(f"{self.rec}: writer is closed")
+        if not isinstance(payload, (bytes, bytearray)):
+            payload = bytes(payload)
+        key = len(self._keys) if key is None else operator.index(key)
+        if key in self._keys:
+            raise ValueError(f"{self.rec}: key {key} is already used; .idx keys must be unique")
+        chunks = _framing.frame(payload)
+        offset = self._pos
+        write = self._rec.write
+        for chunk in chunks:
+            self._pos += write(chunk)
+        self._keys.add(key)
+        self._idx.write(f"{key}\t{offset}\n")
+        return offset
+
+    def close(self) -> None:
+        """Flush and close both files (idempotent)."""
+        for f in (self._rec, self._idx):
+            if not f.closed:
+                f.close()
+
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # a forgotten close must not leave buffered bytes unwritten
+        try:
+            self.close()
+        except Exception:
+            pass
