@@ -1,0 +1,122 @@
+"""Which samples each rank reads in each epoch: a pure function of
+``(seed, epoch, rank, world_size)``, checked by invariants in the tests.
+
+Train (``train=True``): the epoch's permutation is padded by wrapping around
+to a multiple of ``world_size`` and dealt out round-robin, so every rank gets
+``ceil(n / world_size)`` samples and the same number of batches -- no DDP
+hang on an uneven last batch. At most ``world_size - 1`` samples are read
+twice per epoch (the first ones of the permutation, so different ones each
+epoch); none is dropped. Eval (``train=False``): every sample exactly once
+across ranks, no padding, so ranks' lengths may differ by one sample (and
+their batch counts by one): gather metrics after the loop, do not run a
+collective per batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+from torch.utils.data import Sampler
+
+from ..errors import ConfigError
+from ..rng import SampleKey
+
+__all__ = ["ShardedSampler", "epoch_order", "shard_indices"]
+
+_MASK = 0xFFFFFFFFFFFFFFFF
+
+
+def epoch_order(length: int, seed: int, epoch: int, *, shuffle: bool = True) -> np.ndarray:
+    """The whole dataset's order for one epoch (int64, a permutation of ``range(length)``).
+
+    Built from Philox's raw output, whose stream NumPy keeps stable across
+    versions, and a stable argsort -- not ``Generator.permutation``, whose
+    algorithm NumPy may change.
+    """
+    if not shuffle:
+        return np.arange(length, dtype=np.int64)
+    key = np.random.SeedSequence([seed & _MASK, epoch & _MASK, 0x0DE7]).generate_state(2, np.uint64)
+    draws = np.random.Philox(key=int(key[0]) | (int(key[1]) << 64)).random_raw(length)
+    return np.argsort(draws, kind="stable").astype(np.int64, copy=False)
+
+
+def shard_indices(
+    length: int, *, seed: int, epoch: int, rank: int, world_size: int, train: bool, shuffle: bool | None = None
+) -> np.ndarray:
+    """The dataset indices ``rank`` reads in ``epoch``, in order (see the module doc)."""
+    order = epoch_order(length, seed, epoch, shuffle=train if shuffle is None else shuffle)
+    if train and length % world_size:
+        order = np.resize(order, -(-length // world_size) * world_size)  # wrap around
+    return order[rank::world_size]
+
+
+class ShardedSampler(Sampler):
+    """Shuffled, rank-sharded, epoch-aware sampler (DistributedSampler's job, resumable).
+
+    Args:
+        length: dataset size (> 0).
+        seed: base seed; the order depends on ``(seed, epoch)`` only.
+        rank, world_size: this process's shard (``0 <= rank < world_size``).
+        train: pad to equal shards and shuffle (True) or read each sample
+            once, in order (False); see the module doc.
+        shuffle: override the shuffling ``train`` implies.
+        keys: yield :class:`fastdata.rng.SampleKey` ``(index, seed, epoch)``
+            for per-sample seeded augmentation (the dataset must accept them,
+            e.g. through ``make_loader``'s adapter), or plain ints.
+
+    Call :meth:`set_epoch` before each epoch; :meth:`set_start` skips the
+    first samples of the next iteration only (mid-epoch resume).
+    """
+
+    def __init__(
+        self,
+        length: int,
+        *,
+        seed: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+        train: bool = True,
+        shuffle: bool | None = None,
+        keys: bool = True,
+        epoch: int = 0,
+    ) -> None:
+        if length <= 0:
+            raise ConfigError(f"cannot sample from an empty dataset (length {length})")
+        if world_size < 1 or not 0 <= rank < world_size:
+            raise ConfigError(f"need 0 <= rank < world_size, got rank={rank}, world_size={world_size}")
+        self.length, self.seed, self.rank, self.world_size = int(length), int(seed), int(rank), int(world_size)
+        self.train, self.shuffle, self.keys = bool(train), shuffle, bool(keys)
+        self.epoch = int(epoch)
+        self._start = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """Select the epoch the next iteration yields."""
+        self.epoch = int(epoch)
+
+    def set_start(self, start: int) -> None:
+        """Skip the first ``start`` samples of this rank's shard, in the next iteration only."""
+        if start < 0:
+            raise ConfigError(f"start must be >= 0, got {start}")
+        self._start = int(start)
+
+    def indices(self) -> np.ndarray:
+        """This rank's full shard for the current epoch."""
+        return shard_indices(
+            self.length, seed=self.seed, epoch=self.epoch, rank=self.rank,
+            world_size=self.world_size, train=self.train, shuffle=self.shuffle,
+        )
+
+    def __len__(self) -> int:
+        """Samples in this rank's full shard (resuming yields fewer once)."""
+        if self.train:
+            return -(-self.length // self.world_size)
+        return len(range(self.rank, self.length, self.world_size))
+
+    def __iter__(self) -> Iterator[SampleKey | int]:
+        start, self._start = self._start, 0
+        chosen = self.indices()[start:].tolist()
+        if self.keys:
+            seed, epoch = self.seed, self.epoch
+            return iter([SampleKey(i, seed, epoch) for i in chosen])
+        return iter(chosen)
