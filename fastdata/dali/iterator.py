@@ -1,0 +1,134 @@
+"""``DALILoader``: a DALI pipeline as an epoch iterator of ``(images, labels)`` torch tensors."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from .._optional import require
+from ..errors import DecodeError, FastDataError
+from .pipelines import READER_NAME, build_pipeline
+
+AUTO = "auto"
+
+
+class DALILoader:
+    """Iterate a converted directory through DALI, one epoch per ``for`` loop.
+
+    Yields ``(images, labels)`` like fastdata's CUDAPrefetcher: ``images`` is a
+    float (N, 3, size, size) normalised tensor, ``labels`` int64 (N,), 0-based;
+    both on ``cuda:<device_id>`` for a GPU pipeline, in host memory for a CPU one.
+
+    Last batch (DALI's ``LastBatchPolicy``): training uses ``DROP``, so every
+    batch is full and ``len()`` is ``(samples // num_shards) // batch_size`` on
+    every rank (DDP ranks stay in step even with uneven shards); evaluation uses
+    ``PARTIAL`` with the reader's padding removed, so each sample of the shard
+    is seen exactly once and the last batch may be smaller.
+
+    A new ``for`` loop starts the next epoch. DALI cannot restart mid-epoch:
+    after a ``break``, the next loop first yields the rest of the unfinished
+    epoch.
+
+    Args:
+        path: converted dataset directory (recordio, tfrecord or lmdb).
+        batch_size: samples per batch.
+        train: training preset and ``DROP``, or evaluation preset and ``PARTIAL``.
+        device: see :func:`build_pipeline`; default ``"mixed"`` with a GPU, else ``"cpu"``.
+        device_id: CUDA device; ``"auto"`` (default) takes
+            ``torch.cuda.current_device()`` when CUDA is available, else None
+            (CPU pipeline). None forces a CPU pipeline.
+        num_threads, seed, shard_id, num_shards: see :func:`build_pipeline`.
+        **options: the other :func:`build_pipeline` keywords (size, mean, std,
+            dtype, resize_shorter, random_shuffle, ...).
+
+    Raises:
+        MissingDependencyError: DALI is not installed.
+        ConfigError, ManifestError, FormatError: from :func:`build_pipeline`.
+        DecodeError / FastDataError (while iterating): DALI failed on a record;
+            the pipeline cannot continue after that.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        batch_size: int,
+        *,
+        train: bool = True,
+        device: str | None = None,
+        device_id: int | None | str = AUTO,
+        num_threads: int = 2,
+        seed: int = 0,
+        shard_id: int | None = None,
+        num_shards: int | None = None,
+        **options: Any,
+    ) -> None:
+        if device_id == AUTO:
+            device_id = torch.cuda.current_device() if device != "cpu" and torch.cuda.is_available() else None
+        self.path = os.fspath(path)
+        self.batch_size = batch_size
+        self.train = train
+        self.pipeline = build_pipeline(
+            path,
+            batch_size=batch_size,
+            train=train,
+            device=device,
+            device_id=device_id,
+            num_threads=num_threads,
+            seed=seed,
+            shard_id=shard_id,
+            num_shards=num_shards,
+            **options,
+        )
+        plugin = require("nvidia.dali.plugin.pytorch", extra="dali", purpose="fastdata.dali.DALILoader", package="nvidia-dali-cuda130")
+        policy = plugin.LastBatchPolicy.DROP if train else plugin.LastBatchPolicy.PARTIAL
+        with _dali_errors(self.path):
+            self._iterator = plugin.DALIGenericIterator(
+                [self.pipeline],
+                ["images", "labels"],
+                reader_name=READER_NAME,
+                last_batch_policy=policy,
+                auto_reset=True,
+            )
+
+    def __len__(self) -> int:
+        """Batches per epoch for this shard."""
+        return len(self._iterator)
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        it = iter(self._iterator)
+        while True:
+            with _dali_errors(self.path):
+                try:
+                    batch = next(it)[0]
+                except StopIteration:  # auto_reset has already rewound to the next epoch
+                    return
+            yield batch["images"], batch["labels"]
+
+
+@contextlib.contextmanager
+def _dali_errors(path: str) -> Iterator[None]:
+    """Re-raise DALI's RuntimeError as a fastdata error naming the dataset."""
+    try:
+        yield
+    except FastDataError:
+        raise
+    except RuntimeError as exc:
+        raw = str(exc)
+        op = re.search(r"operator `([^`]+)`", raw)
+        reason = " ".join(raw.split("encountered:", 1)[-1].replace(_DEAD, "").split())[:300]
+        where = f" in {op.group(1)}" if op else ""
+        if op and ".decoders." in op.group(1):
+            raise DecodeError(
+                f"{path}: DALI could not decode an image ({reason}). DALI decodes JPEG, PNG, TIFF, BMP, "
+                "WebP, JPEG 2000 and PNM, not GIF: re-convert with such images re-encoded, or read the "
+                "directory with fastdata's own datasets. This pipeline cannot continue; build a new DALILoader"
+            ) from exc
+        raise FastDataError(f"{path}: the DALI pipeline failed{where} ({reason})") from exc
+
+
+_DEAD = "Current pipeline object is no longer valid."

@@ -1,0 +1,104 @@
+"""DALI CPU pipelines over each converted format: right images, right labels, every sample once."""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+import torch
+from conftest import requires_dali
+from dalikit import FORMATS, NUM_SAMPLES, identify, label, samples, write
+
+from fastdata.dali import IMAGENET_MEAN, IMAGENET_STD, DALILoader
+
+pytestmark = requires_dali
+MEAN = np.array(IMAGENET_MEAN)
+STD = np.array(IMAGENET_STD)
+BATCH = 4
+
+
+@pytest.fixture(scope="module", params=FORMATS)
+def dataset(request, tmp_path_factory):
+    """One 14-sample, 3-shard dataset per format, written once per module."""
+    return write(tmp_path_factory.mktemp(f"dali-{request.param}"), request.param, samples())
+
+
+def epoch(loader: DALILoader) -> tuple[list[int], list[int], list[int]]:
+    """One epoch: (sample index by colour, label, batch size) per image/batch; checks shapes and dtypes."""
+    seen, labels, sizes = [], [], []
+    for images, target in loader:
+        assert images.dtype == torch.float32 and images.shape[1:] == (3, 224, 224)
+        assert target.dtype == torch.int64 and target.shape == (images.shape[0],)
+        seen += identify(images.numpy(), MEAN, STD)
+        labels += target.tolist()
+        sizes.append(images.shape[0])
+    return seen, labels, sizes
+
+
+def test_eval_reads_every_sample_once_with_its_label_for_two_epochs(dataset):
+    loader = DALILoader(dataset, BATCH, train=False, num_threads=1)
+    assert len(loader) == 4  # ceil(14 / 4)
+    for _ in range(2):
+        seen, labels, sizes = epoch(loader)
+        assert sorted(seen) == list(range(NUM_SAMPLES))
+        assert labels == [label(i) for i in seen]  # 0-based, tfrecord's 1-based storage undone
+        assert sizes == [4, 4, 4, 2]  # PARTIAL: the padded samples are trimmed
+
+
+def test_train_full_batches_no_repeats_labels_match(dataset):
+    loader = DALILoader(dataset, BATCH, train=True, num_threads=2, seed=3)
+    assert len(loader) == NUM_SAMPLES // BATCH
+    for _ in range(2):
+        seen, labels, sizes = epoch(loader)
+        assert sizes == [BATCH] * len(loader)  # DROP: no partial batch
+        assert len(set(seen)) == len(seen)
+        assert labels == [label(i) for i in seen]
+
+
+def test_sharded_eval_covers_all_samples_disjointly(dataset):
+    parts = [epoch(DALILoader(dataset, BATCH, train=False, num_threads=1, shard_id=r, num_shards=2))[0] for r in range(2)]
+    assert sorted(parts[0] + parts[1]) == list(range(NUM_SAMPLES))
+    assert not set(parts[0]) & set(parts[1])
+    assert [len(p) for p in parts] == [7, 7]
+
+
+def test_sharded_train_ranks_yield_the_same_number_of_batches(tmp_path):
+    # 13 samples over 2 ranks: shards of 6 and 7; DROP keeps both ranks at 6 // 4 = 1 batch
+    directory = write(tmp_path, "recordio", samples(13))
+    loaders = [DALILoader(directory, BATCH, train=True, num_threads=1, shard_id=r, num_shards=2) for r in range(2)]
+    assert [len(x) for x in loaders] == [1, 1]
+    counts = [sum(1 for _ in x) for x in loaders]
+    assert counts == [1, 1]
+
+
+def test_train_augments_differently_per_seed_but_reproducibly(tmp_path):
+    directory = write(tmp_path, "recordio", samples(8), shards=1)
+
+    def first(seed):
+        images, target = next(iter(DALILoader(directory, BATCH, train=True, num_threads=1, seed=seed)))
+        return images, target
+
+    a, b, c = first(1), first(1), first(2)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    assert not torch.equal(a[1], c[1]) or not torch.equal(a[0], c[0])
+
+
+def test_break_resumes_the_unfinished_epoch(tmp_path):
+    directory = write(tmp_path, "lmdb", samples(10), shards=2)
+    loader = DALILoader(directory, BATCH, train=False, num_threads=1)
+    first = []
+    for images, _ in loader:
+        first += identify(images.numpy(), MEAN, STD)
+        break
+    rest = epoch(loader)[0]
+    assert sorted(first + rest) == list(range(10))
+    assert sorted(epoch(loader)[0]) == list(range(10))  # and the next loop is a whole epoch
+
+
+def test_float16_output(tmp_path):
+    directory = write(tmp_path, "recordio", samples(4), shards=1)
+    images, target = next(iter(DALILoader(directory, 4, train=False, num_threads=1, dtype=torch.float16, size=64, resize_shorter=72)))
+    assert images.dtype == torch.float16 and images.shape == (4, 3, 64, 64)
+    counts = collections.Counter(identify(images.float().numpy(), MEAN, STD))
+    assert counts == collections.Counter(range(4))
