@@ -1,0 +1,164 @@
+"""Opening LMDB environments: path resolution, error wrapping, one handle per file per process.
+
+This package is ``fastdata.formats.lmdb``; the ``import lmdb`` below is an
+absolute import and always means the PyPI binding (py-lmdb), never this package.
+
+py-lmdb (3.x) refuses to open the same environment twice in one process, and
+an environment inherited across ``fork()`` must not be used by the child. So
+every read-only handle comes from :func:`acquire`, which shares one
+``Environment`` per data file among all readers of a process and drops the
+parent's handles the first time a forked child asks for one.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import lmdb as py_lmdb  # the PyPI package, not fastdata.formats.lmdb
+
+from ...errors import FormatError
+
+DATA_NAME = "data.mdb"
+LOCK_NAME = "lock.mdb"
+
+_REBUILD_HINT = "the database is damaged or not an LMDB file; re-create it (fastdata convert) or copy it again"
+
+# LMDB's on-disk format changed between 0.9 and 1.0; DALI and Caffe bundle 0.9,
+# so new databases must be written in that format. py-lmdb >= 3 can write both.
+WRITE_FORMAT_KWARGS: dict[str, Any] = {"lib_version": 0} if int(py_lmdb.__version__.split(".")[0]) >= 3 else {}
+
+
+def resolve(path: str | os.PathLike[str]) -> tuple[Path, bool]:
+    """Return ``(env_path, subdir)`` for a directory holding ``data.mdb`` or a data file.
+
+    ``.../data.mdb`` is opened through its directory. Raises FormatError naming
+    the path when there is nothing there or the directory holds no ``data.mdb``.
+    """
+    p = Path(path)
+    if p.is_dir():
+        if not (p / DATA_NAME).is_file():
+            raise FormatError(
+                f"not an LMDB environment: the directory has no {DATA_NAME}",
+                path=p,
+                hint="pass the directory that holds data.mdb, or the data file itself",
+            )
+        return p, True
+    if p.is_file():
+        if p.name == DATA_NAME:
+            return p.parent, True
+        return p, False  # a single-file environment (subdir=False); its lock file would be "<name>-lock"
+    raise FormatError("no such file or directory", path=p, hint="check the path; an LMDB is a directory holding data.mdb")
+
+
+def data_file(env_path: Path, subdir: bool) -> Path:
+    return env_path / DATA_NAME if subdir else env_path
+
+
+def wrap(exc: Exception, path: str | os.PathLike[str], *, key: object = None, doing: str = "reading") -> FormatError:
+    """Turn an ``lmdb.Error`` into a FormatError that names the file (and key) and the fix."""
+    if isinstance(exc, py_lmdb.MapFullError):
+        hint = "the map is full; the writer grows it by itself, so this means the disk or address space ran out"
+    elif isinstance(exc, py_lmdb.ReadonlyError) or isinstance(exc, PermissionError):
+        hint = "the file or its directory is not writable"
+    else:
+        hint = _REBUILD_HINT
+    return FormatError(f"LMDB error while {doing}: {type(exc).__name__}: {exc}", path=path, key=key, hint=hint)
+
+
+class _Handles:
+    """The process's shared read-only environments, keyed by the data file's identity."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pid = os.getpid()
+        self.envs: dict[tuple[int, int], list[Any]] = {}  # identity -> [env, refcount]
+
+
+_HANDLES = _Handles()
+
+
+def acquire(env_path: Path, subdir: bool) -> tuple[Any, tuple[int, int]]:
+    """Open (or share) a read-only environment; return ``(env, token)`` for :func:`release`.
+
+    Read-only settings, and why:
+      * ``readonly=True, lock=False``: fastdata reads finished databases only,
+        so no reader table is needed; it also works on read-only media and never
+        creates ``lock.mdb`` beside the data.
+      * ``readahead=False``: training reads records in random order; OS
+        readahead would pull neighbouring pages nobody asked for and, on a
+        database larger than RAM, evict useful ones. For a page-cached shard it
+        makes no difference.
+      * ``max_spare_txns=1``: each read begins and ends its own transaction
+        (thread safe); one cached transaction makes that cheap.
+    """
+    path = data_file(env_path, subdir)
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise FormatError(f"cannot open: {exc.strerror}", path=path) from exc
+    ident = (st.st_dev, st.st_ino)
+    with _HANDLES.lock:
+        if _HANDLES.pid != os.getpid():
+            _forget_parent_handles()
+        entry = _HANDLES.envs.get(ident)
+        if entry is None:
+            env = _open_readonly(env_path, subdir, path, st.st_size)
+            entry = _HANDLES.envs[ident] = [env, 0]
+        entry[1] += 1
+        return entry[0], ident
+
+
+def release(token: tuple[int, int]) -> None:
+    """Drop one reference taken by :func:`acquire`; the last one closes the environment."""
+    with _HANDLES.lock:
+        if _HANDLES.pid != os.getpid():
+            return  # a handle of the parent process: the child leaves it alone
+        entry = _HANDLES.envs.get(token)
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] <= 0:
+            del _HANDLES.envs[token]
+            entry[0].close()
+
+
+def _forget_parent_handles() -> None:
+    # The parent's handles were inherited by fork(): closing them here only
+    # unmaps the child's copy (lock=False, read-only), and unregisters them
+    # from py-lmdb so that the child may open the same files again.
+    for env, _ in _HANDLES.envs.values():
+        try:
+            env.close()
+        except py_lmdb.Error:
+            pass
+    _HANDLES.envs.clear()
+    _HANDLES.pid = os.getpid()
+
+
+def _open_readonly(env_path: Path, subdir: bool, path: Path, file_size: int) -> Any:
+    try:
+        env = py_lmdb.open(
+            os.fspath(env_path),
+            subdir=subdir,
+            readonly=True,
+            lock=False,
+            readahead=False,
+            max_spare_txns=1,
+            create=False,
+        )
+    except py_lmdb.Error as exc:
+        raise wrap(exc, path, doing="opening") from exc
+    # A data file shorter than its meta page says would be read past its end
+    # through the memory map, which kills the process with SIGBUS: refuse it here.
+    needed = (env.info()["last_pgno"] + 1) * env.stat()["psize"]
+    if file_size < needed:
+        env.close()
+        raise FormatError(
+            f"truncated: the file has {file_size} bytes but its meta page describes {needed}",
+            path=path,
+            hint="the copy or conversion was interrupted; copy the file again or re-run the conversion",
+        )
+    return env

@@ -1,0 +1,175 @@
+"""Image samples in LMDB shards: one shard = one LMDB directory of Caffe datums.
+
+Key of a sample: ``b"%09d" % sample.id`` (nine digits, zero-padded), so keys
+sort in sample order and position -> key is arithmetic. Value: a
+``caffe.Datum`` with ``encoded=True``, ``data`` = the image file's bytes,
+``label`` = the int class, ``height``/``width`` when known. Nothing else is in
+the database (DALI's ``readers.caffe`` parses every entry as a Datum): the
+dataset's metadata lives in ``manifest.json`` beside the shards.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ...errors import ConfigError
+from .._atomic import commit, partial_path, remove, sha256_file
+from ..sample import Sample, ShardInfo
+from . import _env
+from .datum import datum_to_image, decode_datum, encode_datum
+from .reader import Reader
+from .writer import Writer
+
+KEY_DIGITS = 9
+NO_LABEL = -1  # the label of a value that is a bare image file (no Datum, so no label)
+
+# Signatures of image files stored as bare values (BasicSR and similar). None
+# of them can start a caffe.Datum: a Datum's first byte is the tag of field 1-7.
+_IMAGE_MAGIC = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a", b"BM")
+
+
+def shard_key(sample_id: int) -> bytes:
+    """The key of sample ``sample_id``: nine zero-padded decimal digits.
+
+    Raises:
+        ConfigError: ``sample_id`` is negative or has more than nine digits.
+    """
+    if not 0 <= sample_id < 10**KEY_DIGITS:
+        raise ConfigError(f"LMDB shard keys hold sample ids 0 to {10**KEY_DIGITS - 1}, got {sample_id}")
+    return b"%09d" % sample_id
+
+
+def write_shard(path: str | os.PathLike[str], samples: Iterable[Sample], *, map_size: int | None = None) -> ShardInfo:
+    """Write ``samples`` as one LMDB shard directory, atomically.
+
+    The database is built under ``<path>.partial`` and renamed to ``path``
+    when complete; ``lock.mdb`` is removed first (readers open with
+    ``lock=False``, DALI with ``MDB_NOLOCK``), so the shard is ``data.mdb``
+    alone. The same samples give a byte-identical ``data.mdb``.
+
+    Args:
+        path: the final shard directory, e.g. ``out/shard-00000.lmdb``.
+        samples: with strictly increasing ``id`` (they become the sorted keys)
+            and int labels (caffe.Datum holds one int32 label).
+        map_size: initial LMDB map size (default 64 MiB; it doubles as needed).
+
+    Returns:
+        ShardInfo(file=directory name, records, bytes=size of data.mdb, sha256 of data.mdb, index=None).
+
+    Raises:
+        ConfigError: ids not increasing or out of range, or a label that is not an int.
+    """
+    final = Path(path)
+    partial = partial_path(final)
+    remove(partial)  # leftovers of an interrupted run
+    records = 0
+    last_id = -1
+    try:
+        with Writer(partial, map_size=map_size) as writer:
+            for sample in samples:
+                if sample.id <= last_id:
+                    raise ConfigError(
+                        f"{final}: sample ids must increase within a shard (they become its sorted keys); "
+                        f"got {sample.id} after {last_id}"
+                    )
+                last_id = sample.id
+                value = encode_datum(
+                    sample.image, _int_label(sample), encoded=True, height=sample.height, width=sample.width
+                )
+                writer.write(shard_key(sample.id), value)
+                records += 1
+    except BaseException:
+        remove(partial)
+        raise
+    (partial / _env.LOCK_NAME).unlink(missing_ok=True)
+    data = partial / _env.DATA_NAME
+    size, digest = data.stat().st_size, sha256_file(data)
+    commit(partial, final)
+    return ShardInfo(file=final.name, records=records, bytes=size, sha256=digest, index=None)
+
+
+def open_shard(path: str | os.PathLike[str], **options: Any) -> ShardReader:
+    """Open one LMDB (a fastdata shard, a Caffe or a BasicSR-style LMDB) as a sample reader.
+
+    Takes no options; an unknown one raises ConfigError.
+    """
+    if options:
+        raise ConfigError(f"open_shard for lmdb takes no options, got {sorted(options)}")
+    return ShardReader(path)
+
+
+class ShardReader:
+    """``(image_bytes, label)`` by position in key order, whatever the value layout.
+
+    Each value is recognised by its first bytes:
+
+    * a bare image file (JPEG, PNG, GIF, BMP; BasicSR's layout): returned as
+      is, with label ``NO_LABEL`` (-1), since such an LMDB stores no labels;
+    * a ``caffe.Datum`` with ``encoded=True``: its ``data`` and ``label``;
+    * a raw ``caffe.Datum`` (BGR pixels, channel-major): converted to RGB and
+      returned as a binary PPM (``P6``) file, so that the image decoders get
+      file bytes as for every other format. PPM is lossless, Pillow and OpenCV
+      read it natively, and writing it costs one copy of the pixels (PNG would
+      cost a compression). :func:`datum_to_image` gives the array directly.
+
+    A Datum without the ``encoded`` field, without a shape and with image file
+    bytes in ``data`` is treated as encoded (as DALI does).
+
+    Raises (from :meth:`sample`):
+        FormatError: a value that is neither an image file nor a valid Datum,
+            or a raw Datum whose size disagrees with its shape; names file and key.
+        IndexError: ``i`` out of range.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.reader = Reader(path)
+
+    @property
+    def path(self) -> Path:
+        return self.reader.path
+
+    def __len__(self) -> int:
+        return len(self.reader)
+
+    def key(self, i: int) -> bytes:
+        return self.reader.key(i)
+
+    def sample(self, i: int) -> tuple[bytes, int]:
+        """The image file bytes and int label of the entry at position ``i``."""
+        key = self.reader.key(i)
+        return self.reader.read(key, lambda view: self._parse(view, key))
+
+    def close(self) -> None:
+        self.reader.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({os.fspath(self.path)!r})"
+
+    def _parse(self, value: memoryview, key: bytes) -> tuple[bytes, int]:
+        if _is_image(value):
+            return bytes(value), NO_LABEL
+        datum = decode_datum(value, path=self.reader.data_file, key=key)
+        if datum.encoded or (datum.channels == datum.height == datum.width == 0 and _is_image(datum.data)):
+            return datum.data, datum.label
+        rgb = datum_to_image(datum, path=self.reader.data_file, key=key)
+        h, w = rgb.shape[:2]
+        return b"P6\n%d %d\n255\n" % (w, h) + rgb.tobytes(), datum.label
+
+
+def _is_image(value: bytes | memoryview) -> bool:
+    head = bytes(value[:8])
+    return head.startswith(_IMAGE_MAGIC) or (head[:4] == b"RIFF" and bytes(value[8:12]) == b"WEBP")
+
+
+def _int_label(sample: Sample) -> int:
+    try:
+        return operator.index(sample.label)  # type: ignore[arg-type]
+    except TypeError:
+        raise ConfigError(
+            f"sample {sample.id} ({sample.filename or 'no filename'}): caffe.Datum stores one int label, "
+            f"got {sample.label!r}; use the recordio or tfrecord format for float or multi-value labels"
+        ) from None
