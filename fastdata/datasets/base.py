@@ -1,0 +1,189 @@
+"""What every fastdata map-style dataset shares: indexing, seeding, the error policy.
+
+``__getitem__`` takes an ``int`` or an :class:`fastdata.rng.SampleKey` and runs
+the sample's transforms under that key's generator; the subclass only says how
+to load one sample (:meth:`MapDataset._item`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import torch.utils.data
+
+from .. import rng
+from ..errors import FastDataError
+from .imaging import Transform, build_item, normalize_label
+from .policy import DATA_ERRORS, SkipCounter, check_policy
+from .shardset import ShardSet
+
+MAX_CONSECUTIVE_SKIPS = 64
+
+
+class MapDataset(torch.utils.data.Dataset):
+    """Base of the map-style datasets (not public API)."""
+
+    def __init__(
+        self,
+        *,
+        transform: Transform | None,
+        target_transform: Transform | None,
+        decode: bool,
+        on_error: str,
+    ) -> None:
+        self.transform = transform
+        self.target_transform = target_transform
+        self.decode = bool(decode)
+        self.on_error = check_policy(on_error)
+        self._skips = SkipCounter(on_error)
+
+    @property
+    def skipped(self) -> int:
+        """Samples replaced under ``on_error="skip"/"warn"``, summed over this
+        process and its DataLoader workers."""
+        return self._skips.total
+
+    def __len__(self) -> int:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def _item(self, index: int) -> tuple[Any, Any]:  # pragma: no cover
+        raise NotImplementedError
+
+    def __getitem__(self, key: int | rng.SampleKey) -> tuple[Any, Any]:
+        """``(image, target)`` of sample ``key`` (an int or a SampleKey).
+
+        Raises:
+            IndexError: the index is out of range.
+            FormatError, DecodeError: a corrupt sample under ``on_error="raise"``.
+        """
+        with rng.sample_scope(key) as index:
+            n = len(self)
+            if index < 0:
+                index += n
+            if not 0 <= index < n:
+                raise IndexError(f"index {key} out of range for a dataset of {n} samples")
+            if self.on_error == "raise":
+                return self._item(index)
+            return self._item_or_next(index, n)
+
+    def _item_or_next(self, index: int, n: int) -> tuple[Any, Any]:
+        for step in range(min(n, MAX_CONSECUTIVE_SKIPS)):
+            j = (index + step) % n
+            try:
+                return self._item(j)
+            except DATA_ERRORS as exc:
+                self._skips.record(exc, f"returning sample {(j + 1) % n} in place of sample {j}")
+                last = exc
+        raise FastDataError(
+            f"{min(n, MAX_CONSECUTIVE_SKIPS)} consecutive samples from index {index} are unreadable "
+            f"(last: {last}); the dataset looks broken rather than holding a few corrupt records"
+        ) from last
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self)} samples, decode={self.decode}, on_error={self.on_error!r})"
+
+
+def stack_targets(labels: Sequence[Any]) -> np.ndarray:
+    """One array of targets: int64 for class indices, float32 ``(N, K)`` for
+    equal-length label vectors, an object array otherwise."""
+    values = [normalize_label(v) for v in labels]
+    if all(isinstance(v, int) for v in values):
+        return np.asarray(values, dtype=np.int64)
+    if all(isinstance(v, (int, float)) for v in values):
+        return np.asarray(values, dtype=np.float64)
+    try:
+        return np.stack([np.asarray(v, dtype=np.float32).reshape(-1) for v in values])
+    except ValueError:
+        out = np.empty(len(values), dtype=object)
+        out[:] = values
+        return out
+
+
+class ShardLabels:
+    """``classes``, ``class_to_idx`` and ``targets`` of a dataset over a
+    :class:`ShardSet` (``self.shards``); a mixin for map-style and streams.
+
+    ``targets`` is built on first access by reading every record's label once
+    (for RecordIO and TFRecord that reads every record); the array is then kept
+    and pickled with the dataset.
+    """
+
+    shards: ShardSet
+    _classes: list[str] | None
+    _targets: np.ndarray | None
+
+    @property
+    def classes(self) -> list[str]:
+        """Class names; ``classes[t]`` names target ``t``. Files without names
+        get ``str(t)`` for ``t`` in ``0..max(targets)`` (one pass over labels)."""
+        if self._classes is None:
+            targets = self.targets
+            if targets.dtype.kind != "i":
+                raise FastDataError(
+                    f"{self.shards.paths[0]}: labels are not class indices ({targets.dtype}), so there are no classes"
+                )
+            self._classes = [str(t) for t in range(int(targets.max()) + 1 if len(targets) else 0)]
+        return self._classes
+
+    @property
+    def class_to_idx(self) -> dict[str, int]:
+        return {c: i for i, c in enumerate(self.classes)}
+
+    @property
+    def targets(self) -> np.ndarray:
+        """Every sample's target, shape ``(N,)`` int64 (or ``(N, K)`` float32 vectors)."""
+        if self._targets is None:
+            self._targets = stack_targets(list(self._labels()))
+        return self._targets
+
+    @targets.setter
+    def targets(self, value: Any) -> None:
+        self._targets = np.asarray(value)
+
+    def _labels(self) -> Iterator[Any]:
+        for shard in range(len(self.shards.paths)):
+            reader = self.shards.reader(shard)
+            label_of = getattr(reader, "label", None)
+            for i in range(int(self.shards.counts[shard])):
+                yield label_of(i) if callable(label_of) else reader.sample(i)[1]
+
+
+class ShardDataset(ShardLabels, MapDataset):
+    """A map-style dataset over a :class:`ShardSet` (RecordIO, TFRecord, LMDB)."""
+
+    def __init__(
+        self,
+        shards: ShardSet,
+        *,
+        classes: Sequence[str] | None,
+        transform: Transform | None,
+        target_transform: Transform | None,
+        decode: bool,
+        on_error: str,
+    ) -> None:
+        super().__init__(transform=transform, target_transform=target_transform, decode=decode, on_error=on_error)
+        self.shards = shards
+        self._classes = list(classes) if classes is not None else None
+        self._targets = None
+
+    def __len__(self) -> int:
+        return len(self.shards)
+
+    def locate(self, index: int) -> tuple[str, int]:
+        """``(shard path, record index in it)`` of global sample ``index``."""
+        shard, local = self.shards.locate(index)
+        return self.shards.paths[shard], local
+
+    def _item(self, index: int) -> tuple[Any, Any]:
+        shard, local = self.shards.locate(index)
+        data, label = self.shards.read(shard, local)
+        return build_item(
+            data,
+            normalize_label(label),
+            self.shards.name(shard, local),
+            decode=self.decode,
+            transform=self.transform,
+            target_transform=self.target_transform,
+        )

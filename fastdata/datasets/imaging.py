@@ -1,0 +1,88 @@
+"""Turning a stored ``(bytes, label)`` into what a dataset returns.
+
+Three outputs, chosen per dataset:
+
+* ``decode=False``: the stored bytes and the label; no transform runs.
+* a transform with ``decode_aware = True``: it receives an
+  ``EncodedImage(data, name)`` and decodes as it likes (crop-decode, uint8).
+* otherwise: a PIL RGB image, so torchvision pipelines work unchanged.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..errors import DecodeError
+
+Transform = Callable[[Any], Any]
+
+
+def is_decode_aware(transform: Transform | None) -> bool:
+    """True when ``transform`` wants encoded bytes (class attribute ``decode_aware``)."""
+    return bool(getattr(transform, "decode_aware", False))
+
+
+def encoded_image(data: bytes, name: str) -> Any:
+    """``EncodedImage(data, name)`` as fastdata.transforms defines it."""
+    from ..transforms import EncodedImage  # lazily: transforms may import heavier backends
+
+    return EncodedImage(data, name)
+
+
+def decode_pil(data: bytes, name: str) -> Any:
+    """Decode ``data`` to a PIL image in mode RGB, as torchvision's ``pil_loader`` does.
+
+    Raises:
+        DecodeError: the bytes are not a complete image Pillow can read; the
+            message starts with ``name``.
+    """
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            return img.convert("RGB")
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+        raise DecodeError(f"{name}: cannot decode image ({type(exc).__name__}: {exc})") from exc
+
+
+def normalize_label(label: Any) -> Any:
+    """A stored label as a target: an int for whole-number scalars (RecordIO
+    stores float32), a float for other scalars, an int64 vector for integer
+    vectors and a float32 vector for other vectors."""
+    if isinstance(label, (int, np.integer)):
+        return int(label)
+    if isinstance(label, (float, np.floating)):
+        return int(label) if float(label).is_integer() else float(label)
+    vec = np.asarray(label)
+    vec = vec.astype(np.int64 if vec.dtype.kind in "iub" else np.float32, copy=False)
+    if vec.ndim == 0:
+        return normalize_label(float(vec))
+    return vec
+
+
+def build_item(
+    data: bytes,
+    target: Any,
+    name: str,
+    *,
+    decode: bool,
+    transform: Transform | None,
+    target_transform: Transform | None,
+    loader: Callable[[bytes, str], Any] = decode_pil,
+) -> tuple[Any, Any]:
+    """``(image, target)`` for one stored sample (see the module docstring)."""
+    if not decode:
+        return data, target
+    if is_decode_aware(transform):
+        image = transform(encoded_image(data, name))  # type: ignore[misc]
+    else:
+        image = loader(data, name)
+        if transform is not None:
+            image = transform(image)
+    if target_transform is not None:
+        target = target_transform(target)
+    return image, target

@@ -1,0 +1,86 @@
+"""From what a user passes (a converted directory, a foreign file, a glob, a
+list) to the shard paths and, when there is one, the manifest."""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Union
+
+from ..errors import ConfigError, FormatError
+from ..formats import MANIFEST_NAME, Manifest
+
+PathArg = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+def resolve(path: PathArg, format_name: str, *, dir_is_shard: bool = False) -> tuple[list[str], Manifest | None]:
+    """Shard paths in sample order, plus the manifest of a converted directory.
+
+    Args:
+        path: a converted dataset directory (with ``manifest.json``), one
+            shard file, a glob pattern (matches sorted), or a list of shards.
+        format_name: the format the caller reads; a converted directory of
+            another format is refused with the class to use instead.
+        dir_is_shard: a directory without manifest is itself one shard
+            (an LMDB environment).
+
+    Raises:
+        ConfigError: a missing path, an empty glob or list, or a directory of
+            another format.
+        ManifestError: a directory that is neither converted nor a shard.
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        paths = [os.fspath(p) for p in path]
+        if not paths:
+            raise ConfigError(f"no {format_name} shards given (an empty list)")
+        for p in paths:
+            _must_exist(p)
+        return paths, None
+    text = os.fspath(path)
+    if not os.path.exists(text) and _GLOB_CHARS & set(text):
+        paths = sorted(glob.glob(text))
+        if not paths:
+            raise ConfigError(f"{text}: the pattern matches no file")
+        return paths, None
+    _must_exist(text)
+    if os.path.isdir(text) and not (dir_is_shard and not os.path.exists(os.path.join(text, MANIFEST_NAME))):
+        manifest = Manifest.read(text)
+        if manifest.format != format_name:
+            raise ConfigError(
+                f"{text} holds a {manifest.format} dataset, not {format_name}; "
+                "open it with fastdata.open_dataset(path) or the matching dataset class"
+            )
+        return [os.path.join(text, s.file) for s in manifest.shards], manifest
+    return [text], None
+
+
+def _must_exist(path: str) -> None:
+    if not os.path.exists(path):
+        raise ConfigError(f"{path}: no such file or directory")
+
+
+def lst_classes(rec: str) -> list[str] | None:
+    """Class names from im2rec's ``.lst`` beside ``rec``: the first directory
+    of each path, when every integer label ``0..K-1`` maps to exactly one."""
+    lst = Path(rec).with_suffix(".lst")
+    if not lst.is_file():
+        return None
+    from ..formats.recordio import read_lst
+
+    names: dict[int, str] = {}
+    try:
+        for _, label, relpath in read_lst(lst):
+            if not isinstance(label, float) or not label.is_integer() or "/" not in relpath:
+                return None
+            name = relpath.split("/", 1)[0]
+            if names.setdefault(int(label), name) != name:
+                return None
+    except (FormatError, OSError):  # a broken .lst only costs the class names
+        return None
+    if sorted(names) != list(range(len(names))) or len(set(names.values())) != len(names):
+        return None
+    return [names[i] for i in range(len(names))]
