@@ -1,0 +1,277 @@
+"""The ``fastdata`` command: ``convert``, ``merge``, ``inspect``, ``verify``, ``index``, ``bench``.
+
+Exit codes, the same for every subcommand: 0 success; 1 the command ran and
+found problems (files skipped during a conversion, damage found by
+``verify``); 2 it could not do its job (bad arguments, missing or unusable
+input or output; every :class:`~fastdata.errors.FastDataError` ends here as
+one ``fastdata: error: ...`` line, never a traceback); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from fastdata._version import __version__
+from fastdata.errors import ConfigError, FastDataError
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
+FORMATS = ("lmdb", "recordio", "tfrecord")
+
+_EXIT_HELP = "exit status: 0 ok, 1 problems found (see messages), 2 error, 130 interrupted"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench"]:  # everything after "bench" belongs to the benchmark's own parser
+        return _run_bench(argv[1:])
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return EXIT_ERROR
+    try:
+        return args.handler(args)
+    except FastDataError as exc:
+        return _error(str(exc))
+    except OSError as exc:  # disk full, permission denied on OUT, ...
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        return _error(f"{where}{exc.strerror or exc}")
+    except KeyboardInterrupt:
+        print("fastdata: interrupted", file=sys.stderr)
+        if getattr(args, "command", None) == "convert":
+            print("fastdata: finished shards are kept; run the same command with --resume to finish", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _error(message: str) -> int:
+    print(f"fastdata: error: {message}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fastdata",
+        description="Convert image folders into RecordIO / LMDB / TFRecord shards, and inspect or verify shards.",
+        epilog=_EXIT_HELP,
+    )
+    parser.add_argument("--version", action="version", version=f"fastdata {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_convert(sub)
+    _add_merge(sub)
+    _add_inspect(sub)
+    _add_verify(sub)
+    _add_index(sub)
+    sub.add_parser("bench", help="run the loading benchmarks (fastdata.bench; `fastdata bench --help`)", add_help=False)
+    return parser
+
+
+def _size(text: str) -> int:
+    from .units import parse_size
+
+    try:
+        return parse_size(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_convert(sub) -> None:
+    p = sub.add_parser(
+        "convert",
+        help="pack an image folder (or an im2rec .lst) into shards",
+        usage="fastdata convert SRC OUT --format FMT [options]\n"
+        "       fastdata convert --list FILE [--root DIR] OUT --format FMT [options]",
+        description=(
+            "Pack SRC (an ImageFolder tree SRC/<class>/**/<image>, labels as torchvision's class_to_idx) "
+            "or an im2rec list into OUT: shards plus manifest.json, written last. JPEGs that decode to RGB "
+            "or grayscale with no EXIF rotation are stored byte for byte; CMYK JPEGs, other formats, "
+            "alpha (composited on white), 16-bit and rotated images become RGB JPEGs once. With "
+            "--val-fraction, OUT/train and OUT/val are two dataset directories. Output is identical for "
+            "any --workers and after --resume."
+        ),
+        epilog=_EXIT_HELP + "; 1 here means files were skipped (finish with --resume --allow-skips)",
+    )
+    p.add_argument("paths", nargs="+", metavar="SRC OUT", help="source folder and output directory (just OUT with --list)")
+    p.add_argument("--format", required=True, choices=FORMATS, help="output format")
+    p.add_argument("--list", dest="list_file", metavar="FILE", help="im2rec .lst (index, label(s), path) instead of a folder")
+    p.add_argument("--root", metavar="DIR", help="folder the --list paths are relative to (default: the list's folder)")
+    g = p.add_argument_group("shards and order")
+    g.add_argument("--shard-size", type=_size, default=None, metavar="BYTES",
+                   help="start a new shard after this many source bytes, e.g. 64M, 1G (default 256M)")
+    g.add_argument("--shards", type=int, metavar="N", help="exactly N shards per split instead of --shard-size")
+    g.add_argument("--shuffle", action=argparse.BooleanOptionalAction, default=None,
+                   help="write in a seeded random order (default: on for folders, off for --list)")
+    g.add_argument("--seed", type=int, default=0, help="seed for --shuffle and --val-fraction (default 0)")
+    g.add_argument("--val-fraction", type=float, default=0.0, metavar="F",
+                   help="put round(F * n) images of each class into OUT/val, the rest into OUT/train")
+    g = p.add_argument_group("images")
+    g.add_argument("--resize", type=int, metavar="S", help="shrink so the shorter side is S pixels (never enlarges)")
+    g.add_argument("--quality", type=int, metavar="Q",
+                   help="JPEG quality of re-encoded images (default 90); giving it re-encodes every image")
+    g.add_argument("--exts", default=None, metavar="LIST",
+                   help="comma-separated extensions to take (default jpg,jpeg,png,gif,bmp,webp,tif,tiff,ppm,pgm)")
+    g.add_argument("--allow-empty-classes", action="store_true", help="keep class folders that hold no images")
+    g = p.add_argument_group("errors and restarts")
+    g.add_argument("--on-error", choices=("skip", "raise"), default="skip",
+                   help="skip unreadable images and list them at the end (default), or stop at the first")
+    g.add_argument("--allow-skips", action="store_true", help="finish (exit 0) even if images were skipped")
+    g.add_argument("--overwrite", action="store_true", help="replace a dataset (or unfinished conversion) fastdata wrote in OUT")
+    g.add_argument("--resume", action="store_true", help="finish an interrupted conversion in OUT (same options)")
+    g = p.add_argument_group("processes and nodes")
+    g.add_argument("--workers", type=int, default=None, metavar="N", help="worker processes (default: all usable CPUs)")
+    g.add_argument("--num-nodes", type=int, default=None, metavar="N", help="machines sharing OUT (default $WORLD_SIZE or 1)")
+    g.add_argument("--node-rank", type=int, default=None, metavar="R", help="this machine's rank (default $RANK or 0)")
+    g.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary")
+    # Test-only: sleep this long per image so a test can kill a run mid-way (see pack.RunOptions).
+    g.add_argument("--test-delay", type=float, default=0.0, help=argparse.SUPPRESS)
+    p.set_defaults(handler=_run_convert)
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ConfigError(f"environment variable {name}={value!r} is not an integer") from None
+
+
+def _run_convert(args: argparse.Namespace) -> int:
+    from .convert import ConvertRequest, convert
+    from .pack import RunOptions
+    from .parallel import available_cpus
+    from .plan import PlanOptions
+    from .scan import DEFAULT_EXTENSIONS, normalize_extensions
+
+    if args.list_file is not None:
+        if len(args.paths) != 1:
+            raise ConfigError("with --list FILE give only OUT (the images are found under --root)")
+        src, out = None, args.paths[0]
+    else:
+        if len(args.paths) != 2:
+            raise ConfigError("expected SRC OUT (or --list FILE OUT)")
+        if args.root is not None:
+            raise ConfigError("--root goes with --list; for a folder source give it as SRC")
+        src, out = args.paths
+    if args.shards is not None and args.shard_size is not None:
+        raise ConfigError("--shards and --shard-size both set the shard boundaries; pass one of them")
+    from fastdata.formats.dataset_writer import DEFAULT_SHARD_BYTES
+
+    options = PlanOptions(
+        format=args.format,
+        shuffle=args.shuffle if args.shuffle is not None else src is not None,
+        seed=args.seed,
+        val_fraction=args.val_fraction,
+        shard_bytes=args.shard_size or DEFAULT_SHARD_BYTES,
+        shards=args.shards,
+        resize=args.resize,
+        quality=args.quality if args.quality is not None else 90,
+        reencode=args.quality is not None,
+    )
+    request = ConvertRequest(
+        out=out,
+        options=options,
+        run=RunOptions(
+            workers=args.workers if args.workers is not None else available_cpus(),
+            on_error=args.on_error,
+            test_delay=args.test_delay,
+        ),
+        src=src,
+        list_file=args.list_file,
+        root=args.root,
+        extensions=normalize_extensions(args.exts.split(",")) if args.exts is not None else DEFAULT_EXTENSIONS,
+        allow_empty_classes=args.allow_empty_classes,
+        allow_skips=args.allow_skips,
+        overwrite=args.overwrite,
+        resume=args.resume,
+        num_nodes=args.num_nodes if args.num_nodes is not None else _env_int("WORLD_SIZE", 1),
+        node_rank=args.node_rank if args.node_rank is not None else _env_int("RANK", 0),
+        quiet=args.quiet,
+    )
+    return convert(request)
+
+
+def _add_merge(sub) -> None:
+    p = sub.add_parser(
+        "merge",
+        help="write the manifest of a multi-node conversion once every node is done",
+        description="Check that every planned shard in OUT is finished and write the manifest(s). "
+        "The last node to finish does this by itself; use merge when it did not (e.g. it was killed).",
+        epilog=_EXIT_HELP,
+    )
+    p.add_argument("out", metavar="OUT")
+    p.add_argument("--allow-skips", action="store_true", help="finish even if images were skipped")
+    p.add_argument("--quiet", "-q", action="store_true", help="no summary")
+    p.set_defaults(handler=lambda a: importlib.import_module(f"{__package__}.convert").merge(a.out, allow_skips=a.allow_skips, quiet=a.quiet))
+
+
+def _add_inspect(sub) -> None:
+    p = sub.add_parser(
+        "inspect",
+        help="show what a dataset directory, shard, .rec, .tfrecord or LMDB holds",
+        description="Print the format, record count, classes and a few records (keys, labels, sizes, image "
+        "format) of PATH: a fastdata dataset directory, one shard, or a file written by MXNet, TensorFlow or Caffe.",
+        epilog=_EXIT_HELP,
+    )
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    p.add_argument("--records", type=int, default=5, metavar="N", help="how many records to show (default 5)")
+    p.set_defaults(handler=lambda a: importlib.import_module(f"{__package__}.inspection").run(a.path, as_json=a.json, records=a.records))
+
+
+def _add_verify(sub) -> None:
+    p = sub.add_parser(
+        "verify",
+        help="read every record and check framing, CRCs, checksums and counts",
+        description="Read every record of PATH (dataset directory, shard or foreign file), checking framing, "
+        "CRCs, the manifest's sha256 and record counts, labels against the class list and, with --decode, that "
+        "every image decodes. Prints each problem with its file and record; exit 0 only if clean.",
+        epilog=_EXIT_HELP,
+    )
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("--decode", action="store_true", help="also decode every image")
+    p.add_argument("--quiet", "-q", action="store_true", help="print problems only")
+    p.set_defaults(handler=lambda a: importlib.import_module(f"{__package__}.verification").run(a.path, decode=a.decode, quiet=a.quiet))
+
+
+def _add_index(sub) -> None:
+    p = sub.add_parser(
+        "index",
+        help="build the index of .rec / .tfrecord files written elsewhere",
+        description="Write FILE.idx for each .rec (MXNet's key<TAB>offset) and FILE.tfrecord.idx for each "
+        ".tfrecord (the 'offset length' lines DALI and tfrecord2idx use). The format is read from the file's "
+        "first bytes, not its name.",
+        epilog=_EXIT_HELP,
+    )
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--force", action="store_true", help="replace an existing index")
+    p.set_defaults(handler=lambda a: importlib.import_module(f"{__package__}.indexing").run(a.files, force=a.force))
+
+
+def _run_bench(argv: list[str]) -> int:
+    try:
+        module = importlib.import_module("fastdata.bench.cli")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("fastdata.bench", "fastdata.bench.cli"):
+            raise
+        print(
+            "fastdata: error: `fastdata bench` is not available in this installation (fastdata.bench.cli is "
+            "missing); the benchmarks live in the source tree's benchmarks/ folder",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+    try:
+        return int(module.main(argv) or 0)
+    except FastDataError as exc:
+        return _error(str(exc))
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,272 @@
+"""``fastdata convert`` and ``fastdata merge``: from a request to a finished dataset directory.
+
+Output layout: without ``--val-fraction``, OUT is one dataset directory
+(shards + ``manifest.json``). With it, OUT holds two, ``OUT/train`` and
+``OUT/val``, disjoint, with the same class list.
+
+Crash safety: the plan is saved first (``OUT/.fastdata-plan.json``); each
+shard is written under a ``.partial`` name, renamed, then recorded; the
+manifests are written last, then the plan is removed. ``--resume`` re-reads
+the plan, discards partial files and writes only the missing shards, so the
+result is byte-identical to an uninterrupted run. Several nodes share one OUT
+(``--num-nodes``/``--node-rank``): each writes the shards ``g`` with
+``g % num_nodes == node_rank``; whichever finishes last writes the manifests
+(or run ``fastdata merge OUT``).
+
+Exit codes: 0 done; 1 the shards are written but files were skipped and
+``--allow-skips`` was not given (no manifest yet: finish with ``--resume
+--allow-skips``); 2 an error (raised as FastDataError, reported by the CLI).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from fastdata.errors import ConfigError
+from fastdata.formats import dataset_writer
+from fastdata.formats.sample import ShardInfo
+
+from . import state
+from .pack import RunOptions, write_shards
+from .plan import Plan, PlanOptions, make_plan
+from .report import Progress, Summary
+from .scan import DEFAULT_EXTENSIONS, SkippedFile, scan_folder, scan_list
+
+
+@dataclasses.dataclass(frozen=True)
+class ConvertRequest:
+    """Everything ``fastdata convert`` was asked to do.
+
+    ``src`` is an ImageFolder root; or ``list_file`` (im2rec ``.lst``) with
+    ``root`` (default: the list's folder). See the CLI help for the rest.
+    """
+
+    out: str
+    options: PlanOptions
+    run: RunOptions = RunOptions()
+    src: str | None = None
+    list_file: str | None = None
+    root: str | None = None
+    extensions: tuple[str, ...] = DEFAULT_EXTENSIONS
+    allow_empty_classes: bool = False
+    allow_skips: bool = False
+    overwrite: bool = False
+    resume: bool = False
+    num_nodes: int = 1
+    node_rank: int = 0
+    quiet: bool = False
+
+
+def convert(req: ConvertRequest, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    """Run (or resume, or join) a conversion; returns the exit code (0 or 1).
+
+    Raises:
+        FastDataError: bad options or source, an OUT that must not be touched,
+            or (``on_error="raise"``) the first image that cannot be converted.
+    """
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    _check_request(req)
+    out = Path(req.out)
+    source = _source(req)
+    _check_nesting(Path(source["root"]), out)
+    plan = _load_or_make_plan(req, out, source, stderr)
+    mine = plan.shards_for_node(req.node_rank, req.num_nodes)
+    pending = [s for _, s in mine if state.read_record(out, plan, s) is None]
+    progress = Progress(sum(len(s.items) for s in pending), enabled=not req.quiet)
+    try:
+        write_shards(str(out), plan, pending, req.run, progress)
+    finally:
+        progress.close()
+    records = state.done_records(out, plan)
+    if len(records) < len(plan.shards):
+        if not req.quiet:
+            print(
+                f"fastdata convert: node {req.node_rank} of {req.num_nodes} wrote its {len(mine)} shard(s) "
+                f"({progress.images} images this run); {len(plan.shards) - len(records)} shard(s) of other nodes "
+                f"are not finished yet. The last node to finish writes the manifest (or run `fastdata merge {out}`).",
+                file=stdout,
+            )
+        return 0
+    if not state.try_lock(out, force=req.num_nodes == 1):
+        if not req.quiet:
+            print(f"fastdata convert: another node is writing the manifest of {out}", file=stdout)
+        return 0
+    return _finish(out, plan, records, req.allow_skips, req.quiet, progress, stdout, stderr)
+
+
+def merge(out: str, *, allow_skips: bool = False, quiet: bool = False, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    """Write the manifest(s) of a multi-node conversion whose shards are all done.
+
+    Raises:
+        ConfigError: OUT has no conversion in progress, or shards are still missing.
+    """
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    kind = state.classify(out)
+    if kind == state.FINISHED:
+        raise ConfigError(f"{out}: already finished (it has a manifest and no plan); nothing to merge")
+    if kind != state.UNFINISHED:
+        raise ConfigError(f"{out}: no conversion in progress here (no {Path(out) / '.fastdata-plan.json'})")
+    plan = Plan.load(out)
+    records = state.done_records(out, plan)
+    missing = [g for g, s in enumerate(plan.shards) if s.key not in records]
+    if missing:
+        names = ", ".join(f"{plan.shards[g].split + '/' if plan.shards[g].split else ''}{plan.shards[g].file} (#{g})" for g in missing[:10])
+        raise ConfigError(
+            f"{out}: {len(missing)} of {len(plan.shards)} shards are not finished: {names}"
+            f"{' ...' if len(missing) > 10 else ''}. Shard #g belongs to node g % num_nodes: run that node "
+            "again with --resume, then merge"
+        )
+    state.try_lock(out, force=True)
+    progress = Progress(0, enabled=False)
+    return _finish(Path(out), plan, records, allow_skips, quiet, progress, stdout, stderr)
+
+
+def _finish(out: Path, plan: Plan, records: dict, allow_skips: bool, quiet: bool, progress: Progress, stdout: TextIO, stderr: TextIO) -> int:
+    summary = Summary.from_records(str(out), plan, records)
+    seconds = progress.seconds
+    if not quiet:
+        for line in summary.lines(seconds=seconds, images_this_run=progress.images, bytes_this_run=progress.bytes):
+            print(line, file=stdout)
+    if summary.skipped:
+        print(f"fastdata convert: skipped {len(summary.skipped)} file(s):", file=stderr)
+        for line in summary.skipped_lines():
+            print(line, file=stderr)
+        if not allow_skips:
+            (out / state.LOCK_NAME).unlink(missing_ok=True)
+            print(
+                f"fastdata: error: {len(summary.skipped)} file(s) could not be converted (listed above). The shards "
+                f"are written but {out} has no manifest yet: fix or remove those files and start over with "
+                "--overwrite, or accept the dataset without them by running the same command with "
+                "--resume --allow-skips",
+                file=stderr,
+            )
+            return 1
+    state.remove_partials(out, plan)
+    for split in plan.splits:
+        infos = [
+            ShardInfo(**records[s.key]["info"])
+            for s in plan.shards
+            if s.split == split and records[s.key]["info"] is not None
+        ]
+        directory = plan.split_dir(out, split)
+        directory.mkdir(parents=True, exist_ok=True)
+        extra = {"converter": summary.converter_extra(plan, split)}
+        dataset_writer.finish_dataset(directory, plan.options.format, infos, plan.classes, extra=extra)
+    state.cleanup(out)
+    return 0
+
+
+def _check_request(req: ConvertRequest) -> None:
+    o = req.options
+    if req.run.workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {req.run.workers}")
+    if req.num_nodes < 1 or not 0 <= req.node_rank < req.num_nodes:
+        raise ConfigError(f"--node-rank must be in [0, {req.num_nodes}) and --num-nodes >= 1 (got rank {req.node_rank} of {req.num_nodes})")
+    if not 1 <= o.quality <= 100:
+        raise ConfigError(f"--quality must be in 1..100, got {o.quality}")
+    if o.resize is not None and o.resize < 1:
+        raise ConfigError(f"--resize must be a positive number of pixels, got {o.resize}")
+    if o.shards is not None and o.shards < 1:
+        raise ConfigError(f"--shards must be at least 1, got {o.shards}")
+    if req.run.on_error not in ("raise", "skip"):
+        raise ConfigError(f"--on-error must be 'raise' or 'skip', got {req.run.on_error!r}")
+    if (req.src is None) == (req.list_file is None):
+        raise ConfigError("give either SRC (an image folder) or --list FILE, not both")
+    if req.overwrite and req.resume:
+        raise ConfigError("--overwrite starts over and --resume continues: pass one of them")
+    if req.overwrite and req.num_nodes > 1:
+        raise ConfigError("--overwrite cannot be used with --num-nodes > 1 (the nodes would delete each other's shards); clear OUT before starting")
+
+
+def _source(req: ConvertRequest) -> dict:
+    if req.src is not None:
+        return {
+            "kind": "folder",
+            "root": os.path.abspath(req.src),
+            "extensions": list(req.extensions),
+            "allow_empty_classes": req.allow_empty_classes,
+        }
+    list_file = os.path.abspath(req.list_file)
+    return {"kind": "list", "list": list_file, "root": os.path.abspath(req.root or os.path.dirname(list_file))}
+
+
+def _check_nesting(src: Path, out: Path) -> None:
+    src_real, out_real = os.path.realpath(src), os.path.realpath(out)
+    if out_real == src_real or out_real.startswith(src_real.rstrip(os.sep) + os.sep):
+        raise ConfigError(
+            f"{out}: the output directory is inside the source folder {src}; the shards would be scanned as "
+            "images (or a class) by the next conversion. Choose an output directory outside SRC"
+        )
+    if src_real.startswith(out_real.rstrip(os.sep) + os.sep):
+        raise ConfigError(f"{out}: the output directory contains the source folder {src}; choose another output directory")
+
+
+def _load_or_make_plan(req: ConvertRequest, out: Path, source: dict, stderr: TextIO) -> Plan:
+    kind = state.classify(out)
+    if kind == state.FOREIGN:
+        raise ConfigError(
+            f"{out}: output directory is not empty and was not written by fastdata; choose a new or empty "
+            "directory (fastdata never deletes files it did not write, even with --overwrite)"
+        )
+    if kind == state.FINISHED:
+        if not req.overwrite:
+            nothing = " (nothing to resume)" if req.resume else ""
+            raise ConfigError(
+                f"{out} already holds a finished dataset{nothing}; choose another output directory or pass "
+                "--overwrite to replace it"
+            )
+        state.wipe(out)
+    elif kind == state.UNFINISHED:
+        if req.overwrite:
+            state.wipe(out)
+        elif req.resume or req.num_nodes > 1:
+            plan = Plan.load(out)
+            _check_same(plan, req.options, source, out)
+            return plan
+        else:
+            raise ConfigError(
+                f"{out} holds an unfinished conversion (interrupted?); run the same command with --resume to "
+                "finish it, or with --overwrite to start over"
+            )
+    plan = _make_plan(req, source)
+    out.mkdir(parents=True, exist_ok=True)
+    if req.num_nodes > 1 and (out / ".fastdata-plan.json").exists():  # another node got there first
+        theirs = Plan.load(out)
+        _check_same(theirs, req.options, source, out)
+        if theirs.fingerprint() != plan.fingerprint():
+            raise ConfigError(f"{out}: another node planned a different conversion (did SRC change between scans?)")
+        return theirs
+    plan.save(out)
+    return plan
+
+
+def _make_plan(req: ConvertRequest, source: dict) -> Plan:
+    if req.src is not None:
+        scan = scan_folder(req.src, extensions=req.extensions, allow_empty_classes=req.allow_empty_classes)
+    else:
+        from fastdata.formats.recordio import read_lst
+
+        if not os.path.isfile(req.list_file):
+            raise ConfigError(f"{req.list_file}: list file does not exist")
+        entries = [(i, (lab,) if isinstance(lab, float) else tuple(lab), rel) for i, lab, rel in read_lst(req.list_file)]
+        scan = scan_list(req.list_file, source["root"], entries)
+    if scan.skipped and req.run.on_error == "raise":
+        path, reason = scan.skipped[0]
+        raise SkippedFile(path, reason)
+    return make_plan(scan, req.options, source)
+
+
+def _check_same(plan: Plan, options: PlanOptions, source: dict, out: Path) -> None:
+    theirs, ours = dataclasses.asdict(plan.options), dataclasses.asdict(options)
+    diffs = [f"{k}: saved {theirs[k]!r}, now {ours[k]!r}" for k in ours if theirs.get(k) != ours[k]]
+    diffs += [f"source {k}: saved {plan.source.get(k)!r}, now {v!r}" for k, v in source.items() if plan.source.get(k) != v]
+    if diffs:
+        raise ConfigError(
+            f"{out}: the unfinished conversion there was started with other settings ({'; '.join(diffs)}); "
+            "resume with the original command, or pass --overwrite to start over"
+        )
+

@@ -1,0 +1,93 @@
+"""An order-preserving parallel map over worker processes, with a bounded window.
+
+Results come back in submission order whatever the worker count, which is
+what makes the converter's output independent of ``--workers``. At most
+``window`` tasks are in flight, so fast workers cannot pile images up in the
+parent's memory. Workers ignore SIGINT (the parent handles Ctrl-C and stops
+them) and, on Linux, die with the parent (``PR_SET_PDEATHSIG``), so a
+``kill -9`` of the converter leaves no orphan still writing.
+"""
+
+from __future__ import annotations
+
+import collections
+import multiprocessing
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on (the affinity mask, not the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _die_with_parent() -> None:
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+
+
+def _worker_init(parent: int, init: Callable[..., None], args: tuple) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+    init(*args)
+
+
+def ordered_map(
+    fn: Callable[[T], R],
+    tasks: Iterable[T],
+    *,
+    workers: int,
+    init: Callable[..., None],
+    init_args: tuple[Any, ...] = (),
+    window: int | None = None,
+) -> Iterator[R]:
+    """Yield ``fn(task)`` for each task, in order.
+
+    ``workers <= 1`` runs everything in this process (after ``init(*init_args)``).
+    Otherwise ``workers`` processes each run ``init`` once; they are shut
+    down when the generator finishes, raises or is closed. An exception
+    raised by ``fn`` is re-raised here, in order; a worker that dies (killed
+    by the OS, out of memory) raises ``BrokenProcessPool`` instead of hanging.
+    """
+    if workers <= 1:
+        init(*init_args)
+        for task in tasks:
+            yield fn(task)
+        return
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    executor = ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context(method),
+        initializer=_worker_init,
+        initargs=(os.getpid(), init, init_args),
+    )
+    window = window or 2 * workers
+    pending: collections.deque = collections.deque()
+    try:
+        for task in tasks:
+            pending.append(executor.submit(fn, task))
+            if len(pending) >= window:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)

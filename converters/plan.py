@@ -1,0 +1,254 @@
+"""The conversion plan: which file goes into which split, in which order, in which shard.
+
+Everything that decides the output bytes is fixed here, before any image is
+read, from the scan and the options alone (file sizes stand in for output
+sizes). Workers then only fill shards in, so the result is the same for any
+worker count, any number of nodes, and after a resume. The plan is saved as
+``OUT/.fastdata-plan.json`` while a conversion is unfinished.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fastdata.errors import ConfigError, ManifestError
+from fastdata.formats import dataset_writer
+from fastdata.formats._atomic import commit, partial_path
+
+from .scan import ScanResult, SourceItem
+
+PLAN_NAME = ".fastdata-plan.json"
+PLAN_VERSION = 1
+_VAL_STREAM, _ORDER_STREAM = 0x7A1, 0x0D3
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanOptions:
+    """The options that decide the output (anything else, e.g. ``--workers``, does not).
+
+    Attributes:
+        format: registry name of the output format.
+        shuffle: write samples in a seeded random order instead of scan order.
+        seed: seeds the order and the validation split.
+        val_fraction: share of each class written to the ``val`` split (0 = no split).
+        shard_bytes: start a new shard once this many source bytes are planned into it.
+        shards: exact number of shards per split (overrides ``shard_bytes``).
+        resize, quality, reencode: how images are encoded (see ``normalize.EncodeOptions``).
+    """
+
+    format: str
+    shuffle: bool = True
+    seed: int = 0
+    val_fraction: float = 0.0
+    shard_bytes: int = dataset_writer.DEFAULT_SHARD_BYTES
+    shards: int | None = None
+    resize: int | None = None
+    quality: int = 90
+    reencode: bool = False
+
+
+@dataclasses.dataclass
+class ShardPlan:
+    """One shard to write: ``split`` ("" when there is no split), its index in
+    the split, its file name, and its items with their sample ids."""
+
+    split: str
+    index: int
+    file: str
+    items: list[SourceItem]
+    ids: list[int]
+
+    @property
+    def key(self) -> str:
+        return f"{self.split or 'all'}-{self.index:05d}"
+
+
+@dataclasses.dataclass
+class Plan:
+    """A whole conversion. ``shards`` are in global order (train shards, then val);
+    node ``r`` of ``n`` writes the shards whose position ``g`` has ``g % n == r``."""
+
+    options: PlanOptions
+    source: dict[str, Any]
+    classes: list[str]
+    splits: list[str]
+    shards: list[ShardPlan]
+    skipped: list[tuple[str, str]]
+    ignored: list[tuple[str, str]]
+
+    def split_dir(self, out: str | os.PathLike[str], split: str) -> Path:
+        return Path(out) / split if split else Path(out)
+
+    def shards_for_node(self, node_rank: int, num_nodes: int) -> list[tuple[int, ShardPlan]]:
+        return [(g, s) for g, s in enumerate(self.shards) if g % num_nodes == node_rank]
+
+    @property
+    def num_items(self) -> int:
+        return sum(len(s.items) for s in self.shards)
+
+    def to_json(self) -> str:
+        doc = {
+            "plan_version": PLAN_VERSION,
+            "options": dataclasses.asdict(self.options),
+            "source": self.source,
+            "classes": self.classes,
+            "splits": self.splits,
+            "skipped": [list(p) for p in self.skipped],
+            "ignored": [list(p) for p in self.ignored],
+            "shards": [
+                {
+                    "split": s.split,
+                    "index": s.index,
+                    "file": s.file,
+                    "ids": s.ids,
+                    "items": [[i.path, i.rel, list(i.label) if isinstance(i.label, tuple) else i.label, i.size] for i in s.items],
+                }
+                for s in self.shards
+            ],
+        }
+        return json.dumps(doc, separators=(",", ":")) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str, source: str) -> Plan:
+        try:
+            doc = json.loads(text)
+            if doc.get("plan_version") != PLAN_VERSION:
+                raise ManifestError(f"{source}: plan version {doc.get('plan_version')!r} is not {PLAN_VERSION}")
+            shards = [
+                ShardPlan(
+                    s["split"],
+                    s["index"],
+                    s["file"],
+                    [SourceItem(p, r, tuple(lab) if isinstance(lab, list) else lab, n) for p, r, lab, n in s["items"]],
+                    list(s["ids"]),
+                )
+                for s in doc["shards"]
+            ]
+            return cls(
+                options=PlanOptions(**doc["options"]),
+                source=doc["source"],
+                classes=list(doc["classes"]),
+                splits=list(doc["splits"]),
+                shards=shards,
+                skipped=[tuple(p) for p in doc["skipped"]],
+                ignored=[tuple(p) for p in doc["ignored"]],
+            )
+        except ManifestError:
+            raise
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ManifestError(
+                f"{source}: unreadable conversion plan ({exc!r}); start over with --overwrite"
+            ) from exc
+
+    def fingerprint(self) -> str:
+        return hashlib.sha256(self.to_json().encode("utf-8", "surrogatepass")).hexdigest()
+
+    def save(self, out: str | os.PathLike[str]) -> Path:
+        """Write the plan into ``out`` atomically (safe when several nodes race to write it)."""
+        target = Path(out) / PLAN_NAME
+        tmp = partial_path(target).with_name(f"{PLAN_NAME}.{os.getpid()}.partial")
+        tmp.write_text(self.to_json(), encoding="utf-8", errors="surrogatepass")
+        commit(tmp, target)
+        return target
+
+    @classmethod
+    def load(cls, out: str | os.PathLike[str]) -> Plan:
+        path = Path(out) / PLAN_NAME
+        return cls.from_json(path.read_text(encoding="utf-8", errors="surrogatepass"), str(path))
+
+
+def make_plan(scan: ScanResult, options: PlanOptions, source: dict[str, Any]) -> Plan:
+    """Split, order and shard a scan.
+
+    Raises:
+        ConfigError: nothing left to convert, or a validation split that ends up empty.
+    """
+    if not scan.items:
+        raise ConfigError(f"{scan.root}: none of the image files can be converted (all were skipped)")
+    if not 0.0 <= options.val_fraction < 1.0:
+        raise ConfigError(f"--val-fraction must be in [0, 1), got {options.val_fraction}")
+    items = scan.items
+    parts: list[tuple[str, list[SourceItem]]]
+    if options.val_fraction > 0:
+        val_pos = _choose_val(items, options.val_fraction, options.seed)
+        if not val_pos:
+            raise ConfigError(
+                f"--val-fraction {options.val_fraction} of {len(items)} images selects no validation images; "
+                "use a larger fraction"
+            )
+        chosen = set(val_pos)
+        parts = [("train", [it for i, it in enumerate(items) if i not in chosen]), ("val", [items[i] for i in val_pos])]
+    else:
+        parts = [("", list(items))]
+    shards: list[ShardPlan] = []
+    for n, (split, members) in enumerate(parts):
+        if options.shuffle:
+            order = _rng(options.seed, _ORDER_STREAM, n).permutation(len(members))
+            members = [members[i] for i in order]
+        for index, (start, stop) in enumerate(_boundaries([m.size for m in members], options)):
+            shards.append(
+                ShardPlan(
+                    split,
+                    index,
+                    dataset_writer.shard_name(options.format, index),
+                    members[start:stop],
+                    list(range(start, stop)),
+                )
+            )
+    return Plan(
+        options=options,
+        source=source,
+        classes=list(scan.classes),
+        splits=[name for name, _ in parts],
+        shards=shards,
+        skipped=list(scan.skipped),
+        ignored=list(scan.ignored),
+    )
+
+
+def _rng(seed: int, stream: int, sub: int = 0) -> np.random.Generator:
+    # PCG64 from a SeedSequence: a documented, version-stable stream per (seed, purpose).
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed & 0xFFFFFFFF, stream, sub])))
+
+
+def _choose_val(items: Sequence[SourceItem], fraction: float, seed: int) -> list[int]:
+    """Positions of the validation items: ``round(fraction * n)`` of each class,
+    never a class's last training image; positions of multi-label items are drawn
+    from the whole set. Returned in scan order."""
+    groups: dict[object, list[int]] = {}
+    for pos, item in enumerate(items):
+        groups.setdefault(item.label if isinstance(item.label, int) else None, []).append(pos)
+    rng = _rng(seed, _VAL_STREAM)
+    chosen: list[int] = []
+    for key in sorted(groups, key=lambda k: -1 if k is None else k):
+        members = groups[key]
+        k = min(round(fraction * len(members)), len(members) - 1)
+        if k > 0:
+            chosen += [members[i] for i in rng.choice(len(members), size=k, replace=False)]
+    return sorted(chosen)
+
+
+def _boundaries(sizes: Sequence[int], options: PlanOptions) -> list[tuple[int, int]]:
+    n = len(sizes)
+    if n == 0:
+        return []
+    if options.shards is not None:
+        count = min(options.shards, n)
+        return [(k * n // count, (k + 1) * n // count) for k in range(count)]
+    bounds, start, total = [], 0, 0
+    for i, size in enumerate(sizes):
+        total += size
+        if total >= options.shard_bytes:
+            bounds.append((start, i + 1))
+            start, total = i + 1, 0
+    if start < n:
+        bounds.append((start, n))
+    return bounds

@@ -1,0 +1,124 @@
+"""What the converter tells people: a progress bar while it runs, a summary at the end."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from collections import Counter
+from typing import Any, TextIO
+
+from .plan import Plan
+from .units import format_bytes
+
+
+class Progress:
+    """A tqdm bar on stderr with images/s and MB/s; silent when ``enabled`` is
+    False or stderr is not a terminal. Call it as ``progress(images, nbytes)``."""
+
+    def __init__(self, total: int, *, enabled: bool = True, stream: TextIO | None = None) -> None:
+        stream = stream or sys.stderr
+        self.images = 0
+        self.bytes = 0
+        self.started = time.perf_counter()
+        self._bar = None
+        if enabled and total and stream.isatty():
+            import tqdm
+
+            tqdm.tqdm.monitor_interval = 0  # no monitor thread: workers are forked from this process
+            self._bar = tqdm.tqdm(total=total, unit="img", file=stream, dynamic_ncols=True, smoothing=0.1)
+
+    def __call__(self, images: int, nbytes: int) -> None:
+        self.images += images
+        self.bytes += nbytes
+        if self._bar is not None:
+            rate = self.bytes / max(time.perf_counter() - self.started, 1e-9) / 1e6
+            self._bar.set_postfix_str(f"{rate:.1f} MB/s", refresh=False)
+            self._bar.update(images)
+
+    @property
+    def seconds(self) -> float:
+        return time.perf_counter() - self.started
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+@dataclasses.dataclass
+class Summary:
+    """Totals over every finished shard of a plan (all nodes, all runs)."""
+
+    format: str
+    out: str
+    images: int = 0
+    shards: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    normalised_images: int = 0
+    normalised: Counter = dataclasses.field(default_factory=Counter)
+    per_class: dict[str, int] = dataclasses.field(default_factory=dict)
+    per_split: dict[str, int] = dataclasses.field(default_factory=dict)
+    skipped: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    ignored: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+
+    @classmethod
+    def from_records(cls, out: str, plan: Plan, records: dict[str, dict[str, Any]]) -> Summary:
+        s = cls(format=plan.options.format, out=out, skipped=list(plan.skipped), ignored=list(plan.ignored))
+        labels: Counter = Counter()
+        for shard in plan.shards:
+            r = records.get(shard.key)
+            if r is None:
+                continue
+            s.images += r["written"]
+            s.shards += r["info"] is not None
+            s.bytes_in += r["bytes_in"]
+            s.bytes_out += r["bytes_out"]
+            s.normalised_images += r["normalised_images"]
+            s.normalised.update(r["normalised"])
+            labels.update({int(k): v for k, v in r["per_label"].items()})
+            s.skipped += [tuple(p) for p in r["skipped"]]
+            if shard.split:
+                s.per_split[shard.split] = s.per_split.get(shard.split, 0) + r["written"]
+        s.per_class = {name: labels.get(i, 0) for i, name in enumerate(plan.classes)}
+        return s
+
+    def converter_extra(self, plan: Plan, split: str) -> dict[str, Any]:
+        """The manifest's ``extra["converter"]``: options and what was normalised (deterministic: no times)."""
+        return {
+            "tool": "fastdata convert",
+            "split": split or None,
+            "source": plan.source,
+            "options": dataclasses.asdict(plan.options),
+            "normalised": dict(sorted(self.normalised.items())),
+            "skipped": len(self.skipped),
+        }
+
+    def lines(self, *, seconds: float, images_this_run: int, bytes_this_run: int) -> list[str]:
+        rate = images_this_run / seconds if seconds > 0 else 0.0
+        mbs = bytes_this_run / seconds / 1e6 if seconds > 0 else 0.0
+        out = [
+            f"fastdata convert: {self.images} images -> {self.out} ({self.format}), {self.shards} shard(s), "
+            f"{format_bytes(self.bytes_out)} (source {format_bytes(self.bytes_in)})",
+            f"  this run: {images_this_run} images in {seconds:.1f} s ({rate:.1f} images/s, {mbs:.1f} MB/s)",
+        ]
+        if self.per_split:
+            out.append("  splits: " + ", ".join(f"{k} {v}" for k, v in self.per_split.items()))
+        if self.per_class:
+            shown = list(self.per_class.items())
+            text = ", ".join(f"{k} {v}" for k, v in shown[:20])
+            out.append(f"  per class: {text}" + (f", ... ({len(shown)} classes)" if len(shown) > 20 else ""))
+        if self.normalised_images:
+            reasons = ", ".join(f"{k} {v}" for k, v in sorted(self.normalised.items()))
+            out.append(f"  normalised: {self.normalised_images} image(s) re-encoded as RGB JPEG ({reasons})")
+        else:
+            out.append("  normalised: none (every image stored byte for byte)")
+        if self.ignored:
+            kinds = Counter(reason.split(" (")[0] if not reason.startswith("extension") else "other extensions" for _, reason in self.ignored)
+            out.append(f"  ignored: {len(self.ignored)} file(s) by rule (" + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())) + ")")
+        out.append(f"  skipped: {len(self.skipped)} file(s)")
+        return out
+
+    def skipped_lines(self) -> list[str]:
+        return [f"  {path}: {reason}" for path, reason in self.skipped]

@@ -1,0 +1,245 @@
+"""Finding the images to convert: an ImageFolder tree or an im2rec ``.lst`` file.
+
+The folder rules follow torchvision's ``ImageFolder`` so labels agree with
+``class_to_idx``: classes are the sorted names of SRC's subdirectories
+(symlinks followed), files are taken from ``sorted(os.walk(class_dir,
+followlinks=True))`` then ``sorted(filenames)``, extensions compared in lower
+case. Two deliberate differences, both reported: hidden directories are not
+classes (torchvision would make ``.ipynb_checkpoints`` class 0), and
+directory symlink loops are cut instead of recursing forever.
+
+Files are sorted into three bins: ``items`` to convert, ``ignored`` (hidden
+files, other extensions: by rule, harmless) and ``skipped`` (files that look
+like images but cannot be read: broken symlinks, empty files; these make the
+conversion exit non-zero unless ``--allow-skips``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import stat
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from fastdata.errors import ConfigError, FastDataError
+
+#: torchvision's IMG_EXTENSIONS plus GIF (normalised to JPEG on the way in).
+DEFAULT_EXTENSIONS = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".tiff", ".ppm", ".pgm")
+
+Label = int | tuple[float, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceItem:
+    """One image file to convert.
+
+    Attributes:
+        path: the file's path (SRC joined with ``rel``).
+        rel: path relative to the source root, ``/``-separated (stored as the filename).
+        label: class index, or a label vector for multi-label ``.lst`` input.
+        size: file size in bytes at scan time (plans shard boundaries).
+    """
+
+    path: str
+    rel: str
+    label: Label
+    size: int
+
+
+@dataclasses.dataclass
+class ScanResult:
+    """What a scan found. ``skipped`` and ``ignored`` hold ``(path, reason)`` pairs."""
+
+    root: str
+    classes: list[str]
+    items: list[SourceItem]
+    skipped: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    ignored: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+
+
+class SkippedFile(FastDataError):
+    """A source file that cannot be converted; the message names it and why."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")
+
+    def __reduce__(self):  # survive the trip back from a worker process
+        return (SkippedFile, (self.path, self.reason))
+
+
+def normalize_extensions(exts: Iterable[str]) -> tuple[str, ...]:
+    """``["JPG", ".png"]`` -> ``(".jpg", ".png")``; raises ConfigError when empty."""
+    out = []
+    for ext in exts:
+        ext = ext.strip().lower()
+        if not ext:
+            continue
+        out.append(ext if ext.startswith(".") else "." + ext)
+    if not out:
+        raise ConfigError("--exts is empty; give extensions like jpg,jpeg,png")
+    return tuple(dict.fromkeys(out))
+
+
+def scan_folder(
+    root: str | os.PathLike[str],
+    *,
+    extensions: Sequence[str] = DEFAULT_EXTENSIONS,
+    allow_empty_classes: bool = False,
+) -> ScanResult:
+    """Scan an ImageFolder tree ``root/<class>/**/<image>``.
+
+    Raises:
+        ConfigError: ``root`` is missing or not a directory, holds no class
+            folders, no images at all, or a class folder with no images
+            (unless ``allow_empty_classes``; the class then keeps its label).
+    """
+    root = os.fspath(root)
+    extensions = normalize_extensions(extensions)
+    _check_source_dir(root)
+    result = ScanResult(root=root, classes=[], items=[])
+    with os.scandir(root) as entries:
+        listing = sorted(entries, key=lambda e: e.name)
+    for entry in listing:
+        full = os.path.join(root, entry.name)
+        if entry.is_dir():
+            if entry.name.startswith("."):
+                result.ignored.append((full, "hidden directory (not a class)"))
+            else:
+                result.classes.append(entry.name)
+        elif entry.name.startswith("."):
+            result.ignored.append((full, "hidden file"))
+        else:
+            result.ignored.append((full, "file directly under SRC (not inside a class folder)"))
+    if not result.classes:
+        raise ConfigError(
+            f"{root}: no class folders found; an ImageFolder source looks like SRC/<class>/<image> "
+            "(for custom labels use --list FILE --root DIR)"
+        )
+    empty = []
+    for label, name in enumerate(result.classes):
+        found = _scan_class(os.path.join(root, name), name, label, extensions, result)
+        if found == 0:
+            empty.append(name)
+    if not result.items and not result.skipped:
+        raise ConfigError(
+            f"{root}: found no images with extensions {', '.join(extensions)} in any class folder "
+            f"({', '.join(result.classes[:5])}{', ...' if len(result.classes) > 5 else ''}); "
+            "pick other extensions with --exts"
+        )
+    if empty and not allow_empty_classes:
+        shown = ", ".join(empty[:10]) + (f" and {len(empty) - 10} more" if len(empty) > 10 else "")
+        raise ConfigError(
+            f"{root}: class folder(s) with no images ({', '.join(extensions)}): {shown}; remove them, "
+            "change --exts, or pass --allow-empty-classes to keep their labels with no samples"
+        )
+    return result
+
+
+def _check_source_dir(root: str) -> None:
+    if not os.path.exists(root):
+        raise ConfigError(f"{root}: source folder does not exist")
+    if not os.path.isdir(root):
+        hint = " (for an im2rec list use --list FILE --root DIR)" if root.endswith(".lst") else ""
+        raise ConfigError(f"{root}: source is not a directory{hint}")
+
+
+def _scan_class(class_dir: str, name: str, label: int, extensions: tuple[str, ...], result: ScanResult) -> int:
+    walked = []
+    for dirpath, dirnames, filenames in os.walk(class_dir, followlinks=True, onerror=_walk_error(result)):
+        real = os.path.realpath(dirpath)
+        keep = []
+        for d in dirnames:
+            full = os.path.join(dirpath, d)
+            child = os.path.realpath(full)
+            if d.startswith("."):
+                result.ignored.append((full, "hidden directory"))
+            elif child == real or real.startswith(child.rstrip(os.sep) + os.sep):
+                result.ignored.append((full, "symlink loop (links back to a parent folder)"))
+            else:
+                keep.append(d)
+        dirnames[:] = keep
+        walked.append((dirpath, filenames))
+    found = 0
+    root_len = len(result.root.rstrip(os.sep)) + 1
+    for dirpath, filenames in sorted(walked):
+        for fname in sorted(filenames):
+            full = os.path.join(dirpath, fname)
+            if fname.startswith("."):
+                result.ignored.append((full, "hidden file"))
+                continue
+            ext = os.path.splitext(fname)[1].lower()
+            if not fname.lower().endswith(extensions):
+                result.ignored.append((full, f"extension {ext or '(none)'!r} not in --exts"))
+                continue
+            found += 1
+            rel = full[root_len:].replace(os.sep, "/")
+            reason = _unreadable_reason(full)
+            if reason is not None:
+                result.skipped.append((full, reason))
+                continue
+            result.items.append(SourceItem(full, rel, label, os.stat(full).st_size))
+    return found
+
+
+def _walk_error(result: ScanResult):
+    def record(exc: OSError) -> None:
+        result.skipped.append((exc.filename or "?", f"cannot list directory: {exc.strerror or exc}"))
+
+    return record
+
+
+def _unreadable_reason(path: str) -> str | None:
+    """Why ``path`` cannot be an image file, judged from ``stat`` alone, or None."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        if os.path.islink(path):
+            return f"broken symlink (target {os.readlink(path)!r} is missing)"
+        return f"cannot read: {exc.strerror or exc}"
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    if st.st_size == 0:
+        return "empty file (0 bytes)"
+    return None
+
+
+def scan_list(
+    list_file: str | os.PathLike[str],
+    root: str | os.PathLike[str],
+    entries: Sequence[tuple[int, Sequence[float], str]],
+) -> ScanResult:
+    """Turn parsed im2rec ``.lst`` entries ``(index, labels, relpath)`` into a scan.
+
+    Scalar integral labels become class indices (classes named ``"0"``,
+    ``"1"``, ...); any multi-value or fractional label makes every label a
+    float vector, and the class list empty. Order is the list's order.
+
+    Raises:
+        ConfigError: the list is empty, ``root`` is missing, or a label is
+            negative.
+    """
+    list_file, root = os.fspath(list_file), os.fspath(root)
+    _check_source_dir(root)
+    if not entries:
+        raise ConfigError(f"{list_file}: the list has no entries")
+    scalar = all(len(lab) == 1 and math.isfinite(lab[0]) and float(lab[0]).is_integer() for _, lab, _ in entries)
+    result = ScanResult(root=root, classes=[], items=[])
+    if scalar:
+        labels = [int(lab[0]) for _, lab, _ in entries]
+        if min(labels) < 0:
+            bad = next(e for e in entries if e[1][0] < 0)
+            raise ConfigError(f"{list_file}: negative class label {bad[1][0]} for {bad[2]!r}; labels must be >= 0")
+        result.classes = [str(i) for i in range(max(labels) + 1)]
+    for pos, (_, lab, rel) in enumerate(entries):
+        full = os.path.join(root, *Path(rel).parts)
+        label: Label = labels[pos] if scalar else tuple(float(v) for v in lab)
+        reason = _unreadable_reason(full)
+        if reason is not None:
+            result.skipped.append((full, reason))
+            continue
+        result.items.append(SourceItem(full, Path(rel).as_posix(), label, os.stat(full).st_size))
+    return result
