@@ -53,9 +53,14 @@ def _len_end(buf: bytes, pos: int, end: int) -> tuple[int, int]:
 
 def _packed_varints(chunk: bytes) -> np.ndarray:
     """Decode concatenated varints into int64 (two's complement, as int64_list stores negatives)."""
+    if len(chunk) <= 16:  # a few values: a Python loop beats numpy's per-call overhead
+        values = []
+        pos = 0
+        while pos < len(chunk):
+            value, pos = _varint(chunk, pos)
+            values.append(value)
+        return np.array(values, np.uint64).view(np.int64)
     a = np.frombuffer(chunk, np.uint8)
-    if len(a) == 0:
-        return np.zeros(0, np.int64)
     last = a < 0x80
     if not last[-1]:
         raise FormatError("malformed protobuf: truncated varint in a packed int64 list")
@@ -69,9 +74,26 @@ def _packed_varints(chunk: bytes) -> np.ndarray:
     return np.bitwise_or.reduceat(parts, starts).view(np.int64)
 
 
-def _list_values(buf: bytes, start: int, end: int, kind: str) -> list:
-    """The repeated field 1 of a BytesList/FloatList/Int64List, as a list of chunks."""
-    out: list = []
+def int64_list(chunks: list[bytes]) -> list[int]:
+    """The values of an int64 feature's raw chunks as Python ints (cheap for short lists)."""
+    raw = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    out = []
+    pos = 0
+    try:
+        while pos < len(raw):
+            value, pos = _varint(raw, pos)
+            out.append(value - (1 << 64) if value >= 1 << 63 else value)
+    except IndexError:
+        raise FormatError("malformed protobuf: truncated varint in a packed int64 list") from None
+    return out
+
+
+def _list_values(buf: bytes, start: int, end: int, kind: str, out: list) -> None:
+    """Append the raw chunks of a BytesList/FloatList/Int64List's repeated field 1 to ``out``.
+
+    Chunks are bytes: one value each for bytes; little-endian float32s or
+    concatenated varints for numbers, whether stored packed or unpacked.
+    """
     pos = start
     while pos < end:
         key, pos = _varint(buf, pos)
@@ -81,28 +103,22 @@ def _list_values(buf: bytes, start: int, end: int, kind: str) -> list:
         wire = key & 7
         if wire == LEN:
             s, pos = _len_end(buf, pos, end)
-            chunk = buf[s:pos]
-            if kind == BYTES:
-                out.append(chunk)
-            elif kind == FLOAT:
-                if len(chunk) % 4:
-                    raise FormatError(f"malformed float_list: packed length {len(chunk)} is not a multiple of 4")
-                out.append(np.frombuffer(chunk, "<f4"))
-            else:
-                out.append(_packed_varints(chunk))
+            if kind == FLOAT and (pos - s) % 4:
+                raise FormatError(f"malformed float_list: packed length {pos - s} is not a multiple of 4")
+            out.append(buf[s:pos])
         elif wire == FIXED32 and kind == FLOAT:  # unpacked float
             if pos + 4 > end:
                 raise FormatError("malformed float_list: truncated float")
-            out.append(np.frombuffer(buf[pos : pos + 4], "<f4"))
+            out.append(buf[pos : pos + 4])
             pos += 4
-        elif wire == VARINT and kind == INT64:  # unpacked int64
-            value, pos = decode_varint(buf, pos)
-            out.append(np.array([value], np.uint64).view(np.int64))
+        elif wire == VARINT and kind == INT64:  # unpacked int64: keep its varint bytes
+            s = pos
+            pos = decode_varint(buf, pos)[1]
+            out.append(buf[s:pos])
         else:
             raise FormatError(f"malformed {kind} list: wire type {wire} for its values")
     if pos != end:
         raise FormatError(f"malformed {kind} list: runs {pos - end} bytes past its end")
-    return out
 
 
 def _feature(buf: bytes, start: int, end: int) -> tuple[str | None, list]:
@@ -118,7 +134,7 @@ def _feature(buf: bytes, start: int, end: int) -> tuple[str | None, list]:
             new = _KIND_OF_FIELD[field]
             if new != kind:  # a later member of the oneof replaces an earlier one
                 kind, chunks = new, []
-            chunks.extend(_list_values(buf, s, pos, new))
+            _list_values(buf, s, pos, new, chunks)
         else:
             pos = _skip(buf, pos, key & 7)
     if pos != end:
@@ -129,9 +145,10 @@ def _feature(buf: bytes, start: int, end: int) -> tuple[str | None, list]:
 def _value(kind: str | None, chunks: list):
     if kind == BYTES or kind is None:
         return chunks
+    raw = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     if kind == FLOAT:
-        return np.concatenate(chunks).astype(np.float32) if chunks else np.zeros(0, np.float32)
-    return np.concatenate(chunks) if len(chunks) != 1 else chunks[0]
+        return np.frombuffer(raw, "<f4").astype(np.float32)
+    return _packed_varints(raw)
 
 
 def _map_entries(buf: bytes, start: int, end: int):
@@ -143,11 +160,29 @@ def _map_entries(buf: bytes, start: int, end: int):
     """
     pos = start
     while pos < end:
-        key, pos = _varint(buf, pos)
-        if key != 0x0A:
+        if buf[pos] != 0x0A:  # not field 1 (LEN): skip it
+            key, pos = _varint(buf, pos)
             pos = _skip(buf, pos, key & 7)
             continue
-        s, pos = _len_end(buf, pos, end)
+        n = buf[pos + 1]
+        if n < 0x80:
+            s = pos + 2
+        else:
+            n, s = decode_varint(buf, pos + 1)
+        pos = s + n
+        if pos > end:
+            raise FormatError(f"malformed protobuf: a map entry claims {n} bytes, {end - s} left")
+        # Fast path for the layout every writer uses: key (short) then one value.
+        if pos - s > 2 and buf[s] == 0x0A and buf[s + 1] < 0x80:
+            ke = s + 2 + buf[s + 1]
+            if ke < pos and buf[ke] == 0x12:
+                vs = ke + 2
+                n = buf[ke + 1]
+                if n >= 0x80:
+                    n, vs = decode_varint(buf, ke + 1)
+                if vs + n == pos:
+                    yield buf[s + 2 : ke], buf, vs, pos
+                    continue
         name, ranges = b"", []
         p = s
         while p < pos:

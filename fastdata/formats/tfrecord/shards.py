@@ -19,7 +19,7 @@ from ...errors import FormatError
 from .._atomic import commit, partial_path, remove, sha256_file
 from ..sample import Label, Sample, ShardInfo
 from .example_encode import encode_example
-from .example_parse import BYTES, FLOAT, INT64, feature_value, find_features, parse_example
+from .example_parse import BYTES, FLOAT, INT64, feature_value, find_features, int64_list, parse_example
 from .index import default_index_path
 from .reader import Reader
 from .writer import Writer
@@ -154,18 +154,23 @@ class TFRecordShard:
         if label is None:
             raise self._error(i, f"record {i}: no label feature {self.label_key!r}", record, self.label_key)
         kind, chunks = label
-        value = feature_value(kind, chunks)
         if kind == FLOAT:
-            return image[1][0], value
-        if kind != INT64 or len(value) == 0:
+            return image[1][0], feature_value(kind, chunks)
+        if kind != INT64:
             raise self._error(i, f"record {i}: label {self.label_key!r} should be int64 or float, not {kind}", None, self.label_key)
-        value = value - self.label_base
-        if (value < 0).any():
+        try:
+            values = int64_list(chunks)
+        except FormatError as exc:
+            raise self._error(i, f"record {i}: {exc.reason}", None, self.label_key) from None
+        base = self.label_base
+        if not values or min(values) < base:
             raise self._error(
-                i, f"record {i}: stored label {value + self.label_base} is below label_base={self.label_base}",
-                None, self.label_key, hint="if this file stores 0-based labels, open it with label_base=0",
+                i, f"record {i}: stored label {values} is empty or below label_base={base}", None, self.label_key,
+                hint="if this file stores 0-based labels, open it with label_base=0",
             )
-        return image[1][0], int(value[0]) if len(value) == 1 else value
+        if len(values) == 1:
+            return image[1][0], values[0] - base
+        return image[1][0], np.array(values, np.int64) - base
 
     def _error(self, i: int, message: str, record: bytes | None, key: str | None = None, hint: str | None = None) -> FormatError:
         offset = None if self.reader.compressed else int(self.reader.offsets[i])
