@@ -19,6 +19,11 @@ from typing import Any
 
 import lmdb as py_lmdb  # the PyPI package, not fastdata.formats.lmdb
 
+try:  # py-lmdb >= 3: a pure-Python structural check that never hands the file to liblmdb
+    from lmdb.verify import verify as _structural_verify
+except ImportError:  # older py-lmdb: damaged files are caught only as far as liblmdb checks
+    _structural_verify = None
+
 from ...errors import FormatError
 
 DATA_NAME = "data.mdb"
@@ -75,12 +80,14 @@ class _Handles:
         self.lock = threading.Lock()
         self.pid = os.getpid()
         self.envs: dict[tuple[int, int], list[Any]] = {}  # identity -> [env, refcount]
+        # (dev, ino, size, mtime) of data files that passed verify(); kept across fork
+        self.verified: set[tuple[int, int, int, int]] = set()
 
 
 _HANDLES = _Handles()
 
 
-def acquire(env_path: Path, subdir: bool) -> tuple[Any, tuple[int, int]]:
+def acquire(env_path: Path, subdir: bool, *, verify: bool = True) -> tuple[Any, tuple[int, int]]:
     """Open (or share) a read-only environment; return ``(env, token)`` for :func:`release`.
 
     Read-only settings, and why:
@@ -93,6 +100,14 @@ def acquire(env_path: Path, subdir: bool) -> tuple[Any, tuple[int, int]]:
         makes no difference.
       * ``max_spare_txns=1``: each read begins and ends its own transaction
         (thread safe); one cached transaction makes that cheap.
+
+    With ``verify`` (the default) the data file first passes py-lmdb's offline
+    structural check (``lmdb.verify``, py-lmdb >= 3), once per file version
+    per process: liblmdb trusts every page pointer, so a damaged file can make
+    it read past the end of the map and kill the process with SIGBUS or
+    SIGSEGV. The check reads the meta, branch and leaf pages and the overflow
+    headers, not the values: ~25 ms for a 240 MB shard of 2,300 images, ~2 ms
+    per 1,000 entries.
     """
     path = data_file(env_path, subdir)
     try:
@@ -104,6 +119,10 @@ def acquire(env_path: Path, subdir: bool) -> tuple[Any, tuple[int, int]]:
         if _HANDLES.pid != os.getpid():
             _forget_parent_handles()
         entry = _HANDLES.envs.get(ident)
+        version = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        if verify and version not in _HANDLES.verified:
+            check_structure(path)
+            _HANDLES.verified.add(version)
         if entry is None:
             env = _open_readonly(env_path, subdir, path, st.st_size)
             entry = _HANDLES.envs[ident] = [env, 0]
@@ -123,6 +142,19 @@ def release(token: tuple[int, int]) -> None:
         if entry[1] <= 0:
             del _HANDLES.envs[token]
             entry[0].close()
+
+
+def check_structure(path: Path) -> None:
+    """Raise FormatError unless ``path`` (a data file) passes ``lmdb.verify``; no-op without py-lmdb >= 3."""
+    if _structural_verify is None:
+        return
+    try:
+        problems = _structural_verify(os.fspath(path), False)
+    except Exception as exc:  # VerifyError: not even the meta pages parse
+        raise FormatError(f"not a readable LMDB data file ({exc})", path=path, hint=_REBUILD_HINT) from exc
+    if problems:
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        raise FormatError(f"damaged LMDB: {'; '.join(problems[:3])}{more}", path=path, hint=_REBUILD_HINT)
 
 
 def _forget_parent_handles() -> None:

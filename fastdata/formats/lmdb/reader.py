@@ -36,6 +36,10 @@ class Reader:
     Args:
         path: the environment directory (holding ``data.mdb``), ``.../data.mdb``
             itself, or a single-file (``subdir=False``) environment.
+        verify: check the file's structure (py-lmdb's ``lmdb.verify``) before
+            liblmdb maps it, once per file per process, so that a damaged file
+            raises FormatError instead of crashing the process. Turn off only
+            for files you trust; costs ~2 ms per 1,000 entries.
 
     The environment opens on first use in each process (a forked child drops
     the parent's handle and opens its own); readers of the same file in one
@@ -50,8 +54,9 @@ class Reader:
             missing path, otherwise on first use.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, verify: bool = True) -> None:
         self.path = Path(path)
+        self.verify = verify
         self._env_path, self._subdir = _env.resolve(self.path)
         self.data_file = _env.data_file(self._env_path, self._subdir)
         self._open_lock = threading.Lock()
@@ -69,7 +74,7 @@ class Reader:
             return self._env
         with self._open_lock:
             if self._env is None or self._pid != os.getpid():
-                self._env, self._token = _env.acquire(self._env_path, self._subdir)
+                self._env, self._token = _env.acquire(self._env_path, self._subdir, verify=self.verify)
                 self._file_size = os.path.getsize(self.data_file)
                 self._pid = os.getpid()
         return self._env
@@ -94,13 +99,13 @@ class Reader:
             pass
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path}
+        return {"path": self.path, "verify": self.verify}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["path"])  # type: ignore[misc]
+        self.__init__(state["path"], verify=state["verify"])  # type: ignore[misc]
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({os.fspath(self.path)!r})"
+        return f"{type(self).__name__}({os.fspath(self.path)!r}, verify={self.verify})"
 
     # -- access ----------------------------------------------------------------
 

@@ -92,14 +92,14 @@ def write_shard(path: str | os.PathLike[str], samples: Iterable[Sample], *, map_
     return ShardInfo(file=final.name, records=records, bytes=size, sha256=digest, index=None)
 
 
-def open_shard(path: str | os.PathLike[str], **options: Any) -> ShardReader:
+def open_shard(path: str | os.PathLike[str], *, verify: bool = True, **options: Any) -> ShardReader:
     """Open one LMDB (a fastdata shard, a Caffe or a BasicSR-style LMDB) as a sample reader.
 
-    Takes no options; an unknown one raises ConfigError.
+    ``verify``: see :class:`Reader`. Any other option raises ConfigError.
     """
     if options:
-        raise ConfigError(f"open_shard for lmdb takes no options, got {sorted(options)}")
-    return ShardReader(path)
+        raise ConfigError(f"open_shard for lmdb takes only verify=, got {sorted(options)}")
+    return ShardReader(path, verify=verify)
 
 
 class ShardReader:
@@ -125,8 +125,8 @@ class ShardReader:
         IndexError: ``i`` out of range.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.reader = Reader(path)
+    def __init__(self, path: str | os.PathLike[str], *, verify: bool = True) -> None:
+        self.reader = Reader(path, verify=verify)
 
     @property
     def path(self) -> Path:
