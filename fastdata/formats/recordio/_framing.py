@@ -15,6 +15,8 @@ LENGTH_BITS = 29
 LENGTH_MASK = (1 << LENGTH_BITS) - 1
 MAX_RECORD = 1 << LENGTH_BITS  # dmlc-core refuses records of this size or more
 
+PADDING = (b"", b"\0", b"\0\0", b"\0\0\0")  # indexed by the padding length
+
 # cflag values
 WHOLE, FIRST, MIDDLE, LAST = 0, 1, 2, 3
 
@@ -50,7 +52,7 @@ def frame(data: bytes | bytearray) -> list[bytes | bytearray | memoryview]:
         raise ValueError(f"a RecordIO record must be shorter than 2**29 bytes, got {size}")
     cuts = cut_points(data)
     if not cuts:
-        return [HEADER.pack(MAGIC, size), data, b"\0" * (padded(size) - size)]
+        return [HEADER.pack(MAGIC, size), data, PADDING[padded(size) - size]]
     view = memoryview(data)
     chunks: list[bytes | bytearray | memoryview] = []
     start = 0
@@ -59,7 +61,7 @@ def frame(data: bytes | bytearray) -> list[bytes | bytearray | memoryview]:
         chunks += [HEADER.pack(MAGIC, ((FIRST if n == 0 else MIDDLE) << LENGTH_BITS) | (cut - start)), view[start:cut]]
         start = cut + 4
     tail = size - start
-    chunks += [HEADER.pack(MAGIC, (LAST << LENGTH_BITS) | tail), view[start:], b"\0" * (padded(tail) - tail)]
+    chunks += [HEADER.pack(MAGIC, (LAST << LENGTH_BITS) | tail), view[start:], PADDING[padded(tail) - tail]]
     return chunks
 
 
@@ -113,6 +115,11 @@ def walk(buf, offset: int, limit: int, path: str, key: object = None) -> tuple[l
             )
         spans.append((start, start + length))
         if cflag in (WHOLE, LAST):
+            if buf[start + length : end] != PADDING[end - start - length]:
+                raise FormatError(
+                    f"non-zero padding after a {length}-byte record part: its length field is damaged",
+                    path=path, offset=pos, key=key, hint=_REBUILD_HINT,
+                )
             return spans, end
         if length & 3:
             raise FormatError(

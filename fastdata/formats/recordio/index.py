@@ -21,6 +21,7 @@ from . import _framing
 from ._framing import HEADER_SIZE
 
 _MAX_FAST_DIGITS = 18  # int64 holds any 18-digit decimal
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _IR_ID = 8  # IRHeader.id sits at bytes 8..16 of an image record's payload
 
 
@@ -89,18 +90,17 @@ def _parse_lines(data: bytes, path: str) -> tuple[np.ndarray, np.ndarray]:
                 if len(fields) != 2:
                     raise ValueError
                 key, offset = int(fields[0]), int(fields[1])
+                if not (_INT64_MIN <= key <= _INT64_MAX and _INT64_MIN <= offset <= _INT64_MAX):
+                    raise ValueError
             except ValueError:
                 raise FormatError(
-                    f"line {number} is {line[:80]!r}, expected 'key<TAB>offset' (two integers)",
+                    f"line {number} is {line[:80]!r}, expected 'key<TAB>offset' (two 64-bit integers)",
                     path=path, offset=pos, hint="rebuild the index with fastdata.formats.recordio.build_index",
                 ) from None
             keys.append(key)
             offsets.append(offset)
         pos += len(line) + 1
-    try:
-        return np.array(keys, dtype=np.int64), np.array(offsets, dtype=np.int64)
-    except OverflowError:
-        raise FormatError("a key or offset does not fit in 64 bits", path=path) from None
+    return np.array(keys, dtype=np.int64), np.array(offsets, dtype=np.int64)
 
 
 def file_order(

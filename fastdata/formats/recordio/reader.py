@@ -10,7 +10,7 @@ import numpy as np
 
 from ...errors import FormatError
 from . import _framing, index as _index
-from ._framing import HEADER, LENGTH_BITS, MAGIC
+from ._framing import HEADER, LENGTH_BITS, MAGIC, PADDING as _PADDING
 
 _getpid = os.getpid
 _unpack_header = HEADER.unpack_from
@@ -127,10 +127,14 @@ class Reader:
             raise IndexError(f"record {i} out of range for {self.rec} ({self._n} records)")
         offs = self._offs
         start = offs[i]
-        magic, lrecord = _unpack_header(self._mm, start)
-        # fast path: a whole record (cflag 0) whose padded end is where the next record starts
-        if magic == MAGIC and lrecord >> LENGTH_BITS == 0 and (start + lrecord + 11) & ~3 == offs[i + 1]:
-            return self._mm[start + 8 : start + 8 + lrecord]
+        mm = self._mm
+        magic, lrecord = _unpack_header(mm, start)
+        end = start + 8 + lrecord
+        stop = offs[i + 1]
+        # fast path: a whole record (cflag 0) whose zero padding ends where the next record starts
+        if magic == MAGIC and lrecord >> LENGTH_BITS == 0 and (end + 3) & ~3 == stop:
+            if end == stop or mm[end:stop] == _PADDING[stop - end]:
+                return mm[start + 8 : end]
         return self._read_slow(i)
 
     def _read_slow(self, i: int) -> bytes:
