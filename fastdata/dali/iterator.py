@@ -84,7 +84,9 @@ class DALILoader:
             num_shards=num_shards,
             **options,
         )
-        plugin = require("nvidia.dali.plugin.pytorch", extra="dali", purpose="fastdata.dali.DALILoader", package="nvidia-dali-cuda130")
+        plugin = require(
+            "nvidia.dali.plugin.pytorch", extra="dali", purpose="fastdata.dali.DALILoader", package="nvidia-dali-cuda130"
+        )
         policy = plugin.LastBatchPolicy.DROP if train else plugin.LastBatchPolicy.PARTIAL
         with _dali_errors(self.path):
             self._iterator = plugin.DALIGenericIterator(

@@ -203,11 +203,15 @@ def _read(dali: Any, source: DALISource, reader_args: dict[str, Any]) -> tuple[A
         TFRECORD_IMAGE_KEY: tfrec.FixedLenFeature((), tfrec.string, ""),
         TFRECORD_LABEL_KEY: tfrec.FixedLenFeature([1], tfrec.int64, -1),
     }
-    out = fn.readers.tfrecord(path=list(source.paths), index_path=list(source.index_paths), features=features, **reader_args)
+    out = fn.readers.tfrecord(
+        path=list(source.paths), index_path=list(source.index_paths), features=features, **reader_args
+    )
     return out[TFRECORD_IMAGE_KEY], out[TFRECORD_LABEL_KEY]
 
 
-def _train_images(dali: Any, jpegs: Any, device: str, size: int, area: tuple[float, float], ratio: tuple[float, float]) -> Any:
+def _train_images(
+    dali: Any, jpegs: Any, device: str, size: int, area: tuple[float, float], ratio: tuple[float, float]
+) -> Any:
     # Decoding only the crop window saves work for small crops; "mixed" puts
     # the decode on nvJPEG / the hardware JPEG engines and returns GPU images.
     images = dali.fn.decoders.image_random_crop(
@@ -246,7 +250,8 @@ def _check_sizes(
     std: Sequence[float],
     shuffle_buffer: int,
 ) -> None:
-    for name, value in (("batch_size", batch_size), ("num_threads", num_threads), ("size", size), ("shuffle_buffer", shuffle_buffer)):
+    counts = {"batch_size": batch_size, "num_threads": num_threads, "size": size, "shuffle_buffer": shuffle_buffer}
+    for name, value in counts.items():
         if not isinstance(value, int) or value < 1:
             raise ConfigError(f"{name} must be a positive int, got {value!r}")
     if resize_shorter < size:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 import sys
 
 import pytest
@@ -26,6 +27,12 @@ def test_missing_dali_raises_missing_dependency_with_the_pip_command(monkeypatch
     with pytest.raises(MissingDependencyError):
         DALILoader(tmp_path, 2)
     assert fastdata.dali.DALILoader is DALILoader  # the package itself imported fine
+
+
+def test_importing_fastdata_dali_does_not_import_dali():
+    code = "import sys, fastdata.dali; print(sorted(m for m in sys.modules if m.startswith('nvidia')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ from conftest import requires_dali
 from dalikit import FORMATS, NUM_SAMPLES, identify, label, samples, write
 
 from fastdata.dali import IMAGENET_MEAN, IMAGENET_STD, DALILoader
+from fastdata.errors import ConfigError
 
 pytestmark = requires_dali
 MEAN = np.array(IMAGENET_MEAN)
@@ -57,7 +58,8 @@ def test_train_full_batches_no_repeats_labels_match(dataset):
 
 
 def test_sharded_eval_covers_all_samples_disjointly(dataset):
-    parts = [epoch(DALILoader(dataset, BATCH, train=False, num_threads=1, shard_id=r, num_shards=2))[0] for r in range(2)]
+    loaders = [DALILoader(dataset, BATCH, train=False, num_threads=1, shard_id=r, num_shards=2) for r in range(2)]
+    parts = [epoch(loader)[0] for loader in loaders]
     assert sorted(parts[0] + parts[1]) == list(range(NUM_SAMPLES))
     assert not set(parts[0]) & set(parts[1])
     assert [len(p) for p in parts] == [7, 7]
@@ -98,7 +100,20 @@ def test_break_resumes_the_unfinished_epoch(tmp_path):
 
 def test_float16_output(tmp_path):
     directory = write(tmp_path, "recordio", samples(4), shards=1)
-    images, target = next(iter(DALILoader(directory, 4, train=False, num_threads=1, dtype=torch.float16, size=64, resize_shorter=72)))
+    loader = DALILoader(directory, 4, train=False, num_threads=1, dtype=torch.float16, size=64, resize_shorter=72)
+    images, target = next(iter(loader))
     assert images.dtype == torch.float16 and images.shape == (4, 3, 64, 64)
     counts = collections.Counter(identify(images.float().numpy(), MEAN, STD))
     assert counts == collections.Counter(range(4))
+
+
+def test_shards_default_to_the_torch_distributed_rank(tmp_path, monkeypatch):
+    directory = write(tmp_path, "recordio", samples(10), shards=2)
+    explicit = epoch(DALILoader(directory, BATCH, train=False, num_threads=1, shard_id=1, num_shards=2))[0]
+    monkeypatch.setattr(torch.distributed, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.distributed, "get_rank", lambda group=None: 1)
+    monkeypatch.setattr(torch.distributed, "get_world_size", lambda group=None: 2)
+    assert epoch(DALILoader(directory, BATCH, train=False, num_threads=1))[0] == explicit
+    assert sorted(explicit) == list(range(5, 10))
+    with pytest.raises(ConfigError, match="every rank would read the same samples"):
+        DALILoader(directory, BATCH, shard_id=0, num_shards=1)
