@@ -42,7 +42,7 @@ def error_offset(exc: FormatError) -> int:
 
 @pytest.mark.parametrize("scan", [False, True], ids=["idx", "scan"])
 def test_truncated_last_record(tmp_path, scan):
-    rec, payloads, offsets = make(tmp_path)
+    rec, _, offsets = make(tmp_path)
     size = rec.stat().st_size
     for cut in (1, 3, 4, 9, size - offsets[-1] - 4):
         os.truncate(rec, size - cut)
@@ -126,7 +126,7 @@ def test_index_pointing_at_garbage(tmp_path):
 
 
 def test_shortened_or_lengthened_length_field_with_index(tmp_path):
-    rec, payloads, offsets = make(tmp_path)
+    rec, _, offsets = make(tmp_path)
     raw = bytearray(rec.read_bytes())
     for delta in (-4, -1, 1, 4, offsets[2] - offsets[1]):  # the last: swallow exactly the next record
         damaged = bytearray(raw)
@@ -156,7 +156,7 @@ def test_image_shard_with_short_record(tmp_path):
 
 
 def test_file_replaced_under_the_reader(tmp_path):
-    rec, payloads, offsets = make(tmp_path)
+    rec, _, _ = make(tmp_path)
     reader = Reader(rec)
     reader.close()
     with open(rec, "ab") as f:

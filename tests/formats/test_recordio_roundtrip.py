@@ -15,6 +15,7 @@ from fastdata.formats.recordio import (
     IRHeader,
     Reader,
     Writer,
+    _framing,
     build_index,
     open_shard,
     pack,
@@ -24,7 +25,6 @@ from fastdata.formats.recordio import (
     write_lst,
     write_shard,
 )
-from fastdata.formats.recordio import _framing
 
 MAGIC = b"\x0a\x23\xd7\xce"
 
@@ -203,7 +203,10 @@ def test_lst_round_trip(tmp_path):
 
 def _samples(n: int, seed: int = 0) -> list[Sample]:
     rng = np.random.default_rng(seed)
-    return [Sample(image=i.to_bytes(4, "little") + rng.bytes(int(rng.integers(0, 300))), label=i % 5, id=1000 + i) for i in range(n)]
+    return [
+        Sample(image=i.to_bytes(4, "little") + rng.bytes(int(rng.integers(0, 300))), label=i % 5, id=1000 + i)
+        for i in range(n)
+    ]
 
 
 def test_write_shard(tmp_path):

@@ -30,7 +30,10 @@ class RecordDataset(torch.utils.data.Dataset):
 
 def _shard(tmp_path, n: int, lo: int = 100, hi: int = 500, seed: int = 0):
     rng = np.random.default_rng(seed)
-    samples = [Sample(image=i.to_bytes(4, "little") + rng.bytes(int(rng.integers(lo, hi))), label=i % 10, id=i) for i in range(n)]
+    samples = [
+        Sample(image=i.to_bytes(4, "little") + rng.bytes(int(rng.integers(lo, hi))), label=i % 10, id=i)
+        for i in range(n)
+    ]
     write_shard(tmp_path / "s.rec", samples)
     return tmp_path / "s.rec", samples
 
@@ -84,7 +87,8 @@ def test_measure_random_read_rate(tmp_path, capsys):
     list(reader)  # page cache and mapping warm
     raw, sample = _rate(reader.__getitem__, order), _rate(samples.sample, order)
     with capsys.disabled():
-        print(f"\nrecordio random reads, 10k records of 100-500 B, one core: r[i] {raw:,.0f}/s, sample(i) {sample:,.0f}/s")
+        print(f"\nrecordio random reads, 10k records of 100-500 B, one core: r[i] {raw:,.0f}/s, ", end="")
+        print(f"sample(i) {sample:,.0f}/s")
     assert raw > 0 and sample > 0
 
 

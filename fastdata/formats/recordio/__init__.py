@@ -33,9 +33,9 @@ FORMAT = FormatSpec(
 __all__ = [
     "DALI_INDEX",
     "FORMAT",
+    "MAGIC",
     "IRHeader",
     "ImageRecordReader",
-    "MAGIC",
     "Reader",
     "Writer",
     "build_index",

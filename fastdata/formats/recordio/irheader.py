@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numbers
 import struct
-from typing import NamedTuple, Union
+from typing import NamedTuple
 
 import numpy as np
 
@@ -13,7 +13,7 @@ from ...errors import FormatError
 IR_FORMAT = struct.Struct("<IfQQ")  # flag, label, id, id2
 IR_SIZE = IR_FORMAT.size  # 24
 
-LabelValue = Union[float, np.ndarray]
+LabelValue = float | np.ndarray
 
 
 class IRHeader(NamedTuple):

@@ -5,11 +5,10 @@ from __future__ import annotations
 import numbers
 import os
 from collections.abc import Iterable, Sequence
-from typing import Union
 
 from ...errors import FormatError
 
-LstLabel = Union[float, tuple[float, ...]]
+LstLabel = float | tuple[float, ...]
 
 
 def read_lst(path: str | os.PathLike[str]) -> list[tuple[int, LstLabel, str]]:

@@ -9,8 +9,10 @@ from collections.abc import Iterator
 import numpy as np
 
 from ...errors import FormatError
-from . import _framing, index as _index
-from ._framing import HEADER, LENGTH_BITS, MAGIC, PADDING as _PADDING
+from . import _framing
+from . import index as _index
+from ._framing import HEADER, LENGTH_BITS, MAGIC
+from ._framing import PADDING as _PADDING
 
 _getpid = os.getpid
 _unpack_header = HEADER.unpack_from
@@ -132,9 +134,13 @@ class Reader:
         end = start + 8 + lrecord
         stop = offs[i + 1]
         # fast path: a whole record (cflag 0) whose zero padding ends where the next record starts
-        if magic == MAGIC and lrecord >> LENGTH_BITS == 0 and (end + 3) & ~3 == stop:
-            if end == stop or mm[end:stop] == _PADDING[stop - end]:
-                return mm[start + 8 : end]
+        if (
+            magic == MAGIC
+            and lrecord >> LENGTH_BITS == 0
+            and (end + 3) & ~3 == stop
+            and (end == stop or mm[end:stop] == _PADDING[stop - end])
+        ):
+            return mm[start + 8 : end]
         return self._read_slow(i)
 
     def _read_slow(self, i: int) -> bytes:

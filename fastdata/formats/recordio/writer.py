@@ -6,7 +6,8 @@ import operator
 import os
 from pathlib import Path
 
-from . import _framing, index as _index
+from . import _framing
+from . import index as _index
 
 
 class Writer:
@@ -84,10 +85,3 @@ class Writer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def __del__(self) -> None:
-        # a forgotten close must not leave buffered bytes unwritten
-        try:
-            self.close()
-        except Exception:
-            pass
