@@ -1,0 +1,33 @@
+"""Image decoding: encoded bytes -> upright RGB uint8 ``(H, W, 3)`` arrays.
+
+``decode(data, backend="auto", min_size=, crop=, name=, max_pixels=)`` with
+libjpeg-turbo (simplejpeg or PyTurboJPEG, from ``pip install 'fastdata[turbo]'``)
+or Pillow; ``read_info(data)`` reads size and orientation from the header only.
+Backends are imported on first use, so importing this package is cheap.
+"""
+
+from __future__ import annotations
+
+from .backends import AUTO_ORDER, available_backends
+from .decoder import DEFAULT_MAX_PIXELS, decode, decode_view
+from .encoded import EncodedImage
+from .info import ImageInfo, read_info
+from .orientation import box_to_stored, orient
+from .pillow_image import BACKGROUND
+from .scaling import SCALE_DENOMINATORS, scale_denominator
+
+__all__ = [
+    "AUTO_ORDER",
+    "BACKGROUND",
+    "DEFAULT_MAX_PIXELS",
+    "SCALE_DENOMINATORS",
+    "EncodedImage",
+    "ImageInfo",
+    "available_backends",
+    "box_to_stored",
+    "decode",
+    "decode_view",
+    "orient",
+    "read_info",
+    "scale_denominator",
+]

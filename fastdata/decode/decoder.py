@@ -1,0 +1,171 @@
+"""``decode``: encoded bytes -> upright RGB uint8 pixels, optionally only a
+region and at a reduced DCT scale."""
+
+from __future__ import annotations
+
+import logging
+import numbers
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError, DecodeError
+from . import pillow_image
+from .backends import RecoverableWarning, decode_pil, get_backend
+from .info import ImageInfo, info_from_pillow, is_jpeg, parse_jpeg_header
+from .orientation import box_to_stored, orient
+from .scaling import scale_denominator, scaled_extent, scaled_span
+
+DEFAULT_MAX_PIXELS = 178_956_970
+"""Largest width x height decoded by default: Pillow's DecompressionBombError
+threshold (twice ``PIL.Image.MAX_IMAGE_PIXELS``), about 0.5 GB of RGB."""
+
+_log = logging.getLogger("fastdata.decode")
+
+
+def decode(
+    data: bytes,
+    *,
+    backend: str = "auto",
+    min_size: int | tuple[int, int] | None = None,
+    crop: tuple[int, int, int, int] | None = None,
+    name: str | None = None,
+    max_pixels: int | None = DEFAULT_MAX_PIXELS,
+    info: ImageInfo | None = None,
+) -> np.ndarray:
+    """Decode an encoded image to upright RGB pixels.
+
+    Args:
+        data: encoded file bytes (any bytes-like object). JPEG goes to
+            ``backend``; every other format (PNG, GIF, BMP, WebP, TIFF, ...)
+            to Pillow whatever ``backend`` says.
+        backend: ``"auto"`` (fastest installed: simplejpeg, then PyTurboJPEG,
+            then Pillow), ``"simplejpeg"``, ``"turbo"`` or ``"pil"``.
+        min_size: ``(height, width)`` (or one int for both) the caller needs,
+            in the upright frame. A JPEG is then decoded at the smallest of
+            1/8, 1/4, 1/2, 1 that keeps the used region at least this large,
+            and the result is that much smaller (``ceil``-rounded): resize it
+            yourself. ``None``: full size.
+        crop: ``(top, left, height, width)`` in upright full-size pixels; only
+            that region is returned (at the chosen scale, edges rounded to
+            whole decoded pixels). Must lie inside the image.
+        name: what errors call the image, e.g. ``"train.rec record 17"``.
+        max_pixels: refuse images with more pixels than this (checked from
+            the header, before decoding); ``None`` disables the check.
+        info: :func:`read_info`'s result for ``data`` when the caller already
+            has it (skips parsing the header again).
+
+    Returns:
+        ``(H, W, 3)`` uint8, C-contiguous and writable. Grayscale is
+        expanded, CMYK/YCCK converted as Pillow does, EXIF orientation
+        applied, transparency composited on white (see ``pillow_image``).
+
+    Raises:
+        DecodeError: corrupt, truncated, unsupported or too-large input; the
+            message starts with ``name``.
+        MissingDependencyError: an explicitly named backend is not installed.
+        ConfigError: ``crop`` or ``min_size`` that cannot apply to this image.
+    """
+    arr = decode_view(data, backend=backend, min_size=min_size, crop=crop, name=name, max_pixels=max_pixels, info=info)
+    if not (arr.flags.c_contiguous and arr.flags.writeable):
+        arr = np.array(arr, order="C")
+    return arr
+
+
+def decode_view(
+    data: bytes,
+    *,
+    backend: str = "auto",
+    min_size: int | tuple[int, int] | None = None,
+    crop: tuple[int, int, int, int] | None = None,
+    name: str | None = None,
+    max_pixels: int | None = DEFAULT_MAX_PIXELS,
+    info: ImageInfo | None = None,
+) -> np.ndarray:
+    """:func:`decode` without the final copy: the result may be a strided or
+    read-only view (cropped, oriented). For callers that copy anyway, e.g. a resize."""
+    if not isinstance(data, (bytes, bytearray)):
+        data = bytes(data)
+    label = name or f"image ({len(data)} bytes)"
+    if not data:
+        raise DecodeError(f"{label}: empty input, no image bytes")
+    if is_jpeg(data):
+        return _decode_jpeg(data, backend, min_size, crop, label, max_pixels, info)
+    with pillow_image.open_image(data, label) as img:
+        info = info_from_pillow(img)
+        _check_pixels(info, max_pixels, label)
+        box = _stored_box(crop, info, label)
+        pillow_image.load(img, label)
+        arr = pillow_image.to_rgb_array(img)
+    return orient(_cut(arr, box, info.stored_size, 1), info.orientation)
+
+
+def _decode_jpeg(
+    data: bytes,
+    backend: str,
+    min_size: Any,
+    crop: Any,
+    label: str,
+    max_pixels: int | None,
+    info: ImageInfo | None,
+) -> np.ndarray:
+    if info is None:
+        info = parse_jpeg_header(data, name=label)
+    _check_pixels(info, max_pixels, label)
+    box = _stored_box(crop, info, label)
+    n = 1
+    if min_size is not None:
+        mh, mw = _pair(min_size, "min_size")
+        if info.orientation >= 5:
+            mh, mw = mw, mh
+        n = scale_denominator(box[2], box[3], mh, mw)
+    used, decoder = get_backend(backend)
+    try:
+        arr = decoder(data, info, n, label)
+    except RecoverableWarning as warning:
+        _log.debug("%s: %s warned %r; decoding with Pillow, which accepts it", label, used, str(warning))
+        arr = decode_pil(data, info, n, label)
+    if arr.ndim == 3 and arr.shape[2] == 4:
+        arr = pillow_image.cmyk_to_rgb(arr)
+    return orient(_cut(arr, box, info.stored_size, n), info.orientation)
+
+
+def _check_pixels(info: ImageInfo, max_pixels: int | None, label: str) -> None:
+    if max_pixels is not None and info.pixels > max_pixels:
+        raise DecodeError(
+            f"{label}: {info.width}x{info.height} = {info.pixels} pixels exceeds max_pixels={max_pixels} "
+            "(a decompression bomb guard; pass a larger max_pixels, or None, if the image is trusted)"
+        )
+
+
+def _pair(value: Any, what: str) -> tuple[int, int]:
+    if isinstance(value, numbers.Integral):
+        value = (value, value)
+    if len(value) != 2 or not all(isinstance(v, numbers.Integral) and v > 0 for v in value):
+        raise ConfigError(f"{what} must be a positive int or (height, width), got {value!r}")
+    return int(value[0]), int(value[1])
+
+
+def _stored_box(crop: Any, info: ImageInfo, label: str) -> tuple[int, int, int, int]:
+    """The crop (or the whole image) as a box in the stored frame."""
+    sh, sw = info.stored_size
+    if crop is None:
+        return (0, 0, sh, sw)
+    if len(crop) != 4 or not all(isinstance(v, numbers.Integral) for v in crop):
+        raise ConfigError(f"crop must be (top, left, height, width) ints, got {crop!r}")
+    t, l, h, w = (int(v) for v in crop)
+    if t < 0 or l < 0 or h <= 0 or w <= 0 or t + h > info.height or l + w > info.width:
+        raise ConfigError(f"{label}: crop {crop!r} does not lie inside the {info.width}x{info.height} (WxH) image")
+    return tuple(int(v) for v in box_to_stored((t, l, h, w), info.orientation, (sh, sw)))  # type: ignore[return-value]
+
+
+def _cut(arr: np.ndarray, box: tuple[int, int, int, int], stored: tuple[int, int], n: int) -> np.ndarray:
+    """Slice the stored-frame ``box`` out of pixels decoded at 1/n."""
+    t, l, h, w = box
+    sh, sw = stored
+    dh, dw = arr.shape[:2]
+    if (t, l, h, w) == (0, 0, sh, sw):
+        return arr
+    y0, y1 = scaled_span(t, h, scaled_extent(sh, dh, n), dh)
+    x0, x1 = scaled_span(l, w, scaled_extent(sw, dw, n), dw)
+    return arr[y0:y1, x0:x1]

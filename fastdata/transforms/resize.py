@@ -1,0 +1,90 @@
+"""Antialiased uint8 resize: OpenCV when installed, else Pillow.
+
+OpenCV's ``INTER_AREA`` (box-filter averaging) for shrinking and
+``INTER_LINEAR`` for enlarging, each axis on its own when one shrinks and the
+other grows. Measured here on RandomResizedCrop boxes of 244 photos (one
+core): ~1.3-2x faster than Pillow's ``BILINEAR`` resize, which is what
+torchvision's antialiased bilinear matches; mean absolute difference from
+Pillow 0.75 grey levels (worst photo 2.5). Without OpenCV (it comes with
+``pip install 'fastdata[turbo]'``), Pillow's ``BILINEAR`` is used.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+
+_log = logging.getLogger("fastdata.transforms")
+_cv2: list[Any] = []
+
+
+def _opencv() -> Any:
+    if not _cv2:
+        try:
+            import cv2
+        except ImportError:
+            cv2 = None
+        _log.debug("resize uses %s", "OpenCV INTER_AREA/INTER_LINEAR" if cv2 else "Pillow BILINEAR (OpenCV not installed)")
+        _cv2.append(cv2)
+    return _cv2[0]
+
+
+def resize_backend() -> str:
+    """``"cv2"`` or ``"pil"``: what :func:`resize` uses with ``backend="auto"``."""
+    return "cv2" if _opencv() is not None else "pil"
+
+
+def resize(arr: np.ndarray, size: tuple[int, int], *, backend: str = "auto") -> np.ndarray:
+    """Resize HWC uint8 pixels to ``size = (height, width)`` with antialiasing.
+
+    Args:
+        arr: ``(H, W, 3)`` uint8; any strides (views are copied if needed).
+        size: output ``(height, width)``, both positive.
+        backend: ``"auto"`` (OpenCV if installed), ``"cv2"`` or ``"pil"``.
+
+    Returns:
+        ``(height, width, 3)`` uint8, a new C-contiguous array (``arr`` itself
+        only when it already has that size and layout).
+    """
+    oh, ow = int(size[0]), int(size[1])
+    h, w = arr.shape[:2]
+    if (h, w) == (oh, ow):
+        return arr if arr.flags.c_contiguous else np.ascontiguousarray(arr)
+    cv2 = _opencv() if backend in ("auto", "cv2") else None
+    if cv2 is None:
+        if backend == "cv2":
+            raise ImportError("resize(backend='cv2') needs opencv-python-headless (pip install 'fastdata[turbo]')")
+        return _pillow(arr, oh, ow)
+    if arr.strides[1] != arr.shape[2] or arr.strides[2] != 1 or arr.strides[0] <= 0:
+        arr = np.ascontiguousarray(arr)  # OpenCV takes row gaps, not reversed or transposed views
+    if oh <= h and ow <= w:
+        return cv2.resize(arr, (ow, oh), interpolation=cv2.INTER_AREA)
+    if oh >= h and ow >= w:
+        return cv2.resize(arr, (ow, oh), interpolation=cv2.INTER_LINEAR)
+    # One axis shrinks, the other grows: filter each axis for its own direction.
+    first = (ow, h) if ow <= w else (w, oh)
+    mid = cv2.resize(arr, first, interpolation=cv2.INTER_AREA)
+    return cv2.resize(mid, (ow, oh), interpolation=cv2.INTER_LINEAR)
+
+
+def _pillow(arr: np.ndarray, oh: int, ow: int) -> np.ndarray:
+    from PIL import Image
+
+    img = Image.fromarray(np.ascontiguousarray(arr))
+    return np.array(img.resize((ow, oh), Image.Resampling.BILINEAR))
+
+
+def hflip(arr: np.ndarray) -> np.ndarray:
+    """Mirror HWC pixels left-right into a new C-contiguous array.
+
+    OpenCV's flip when installed: NumPy's ``arr[:, ::-1]`` copy walks 3-byte
+    pixels one byte at a time and measured ~35x slower on 224x224x3.
+    """
+    cv2 = _opencv()
+    if cv2 is not None and arr.strides[2] == 1 and arr.strides[1] == arr.shape[2] and arr.strides[0] > 0:
+        return cv2.flip(arr, 1)
+    # One 3-byte void per pixel: the copy moves whole pixels (~3x faster than uint8).
+    pixels = np.ascontiguousarray(arr).view(np.dtype((np.void, arr.shape[2])))
+    return np.ascontiguousarray(pixels[:, ::-1]).view(np.uint8)
