@@ -86,8 +86,7 @@ class ShardSet:
 
     def name(self, shard: int, local: int) -> str:
         """How errors and ``EncodedImage`` name a record: ``path record 12``."""
-        reader = self.reader(shard) if self._pid == os.getpid() else None
-        key_of = getattr(reader, "key", None)
+        key_of = getattr(self.reader(shard), "key", None)
         if callable(key_of):
             try:
                 return f"{self.paths[shard]} record {local} (key {key_of(local)!r})"

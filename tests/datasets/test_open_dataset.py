@@ -1,0 +1,69 @@
+"""open_dataset chooses the class from the manifest, the directory layout, the
+suffix or the first bytes, and says what it found when nothing fits."""
+
+from __future__ import annotations
+
+import pytest
+
+from fastdata.datasets import (
+    ImageFolder,
+    LMDBDataset,
+    RecordIODataset,
+    RecordIOStream,
+    TFRecordDataset,
+    TFRecordStream,
+    open_dataset,
+)
+from fastdata.errors import ConfigError, ManifestError
+
+
+def test_foreign_files_by_suffix_and_layout(shared_data):
+    v = shared_data / "vectors"
+    assert type(open_dataset(v / "im2rec_passthrough.rec")) is RecordIODataset
+    assert type(open_dataset(v / "train-00000-of-00002.tfrecord")) is TFRecordDataset
+    assert type(open_dataset(str(v / "train-*-of-00002.tfrecord"))) is TFRecordDataset
+    assert type(open_dataset([v / "train-00001-of-00002.tfrecord"])) is TFRecordDataset
+    assert type(open_dataset(shared_data / "lmdb" / "png_values" / "gt.lmdb")) is LMDBDataset
+    assert type(open_dataset(v / "images")) is ImageFolder
+
+
+def test_streaming_variants(shared_data):
+    v = shared_data / "vectors"
+    assert type(open_dataset(v / "im2rec_passthrough.rec", streaming=True)) is RecordIOStream
+    stream = open_dataset(v / "train-00000-of-00002.tfrecord", streaming=True, seed=4)
+    assert type(stream) is TFRecordStream and stream.seed == 4 and len(stream) == 7
+    with pytest.raises(ConfigError, match="streaming"):
+        open_dataset(shared_data / "lmdb" / "png_values" / "gt.lmdb", streaming=True)
+
+
+def test_files_without_a_known_suffix_are_sniffed(shared_data, tmp_path):
+    v = shared_data / "vectors"
+    (tmp_path / "train-00000-of-00001").symlink_to(v / "train-00000-of-00002.tfrecord")
+    (tmp_path / "data.bin").symlink_to(v / "im2rec_passthrough.rec")
+    (tmp_path / "notes").write_bytes(b"hello, not a dataset")
+    assert type(open_dataset(tmp_path / "train-00000-of-00001")) is TFRecordDataset
+    assert type(open_dataset(tmp_path / "data.bin")) is RecordIODataset
+    with pytest.raises(ConfigError, match="not a RecordIO or TFRecord"):
+        open_dataset(tmp_path / "notes")
+
+
+def test_unrecognisable_paths(tmp_path):
+    with pytest.raises(ConfigError, match="no such file"):
+        open_dataset(tmp_path / "missing")
+    with pytest.raises(ConfigError, match="matches no file"):
+        open_dataset(str(tmp_path / "*.rec"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match="neither a converted dataset"):
+        open_dataset(tmp_path / "empty")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "manifest.json").write_text("{")
+    with pytest.raises(ManifestError):
+        open_dataset(tmp_path / "bad")
+
+
+def test_wrong_class_for_a_converted_directory(tmp_path):
+    from dskit import write_kind
+
+    root = write_kind(tmp_path, "lmdb", n=3)
+    with pytest.raises(ConfigError, match="lmdb dataset, not recordio"):
+        RecordIODataset(root)
