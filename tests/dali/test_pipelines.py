@@ -26,9 +26,14 @@ def dataset(request, tmp_path_factory):
 
 
 def epoch(loader: DALILoader) -> tuple[list[int], list[int], list[int]]:
-    """One epoch: (sample index by colour, label, batch size) per image/batch; checks shapes and dtypes."""
+    """One epoch: (sample index by colour, label, batch size) per image/batch; checks shapes and dtypes.
+
+    Batches are identified only after the epoch, so a loader that reused one
+    output buffer for the next batch would fail here.
+    """
+    batches = list(loader)
     seen, labels, sizes = [], [], []
-    for images, target in loader:
+    for images, target in batches:
         assert images.dtype == torch.float32 and images.shape[1:] == (3, 224, 224)
         assert target.dtype == torch.int64 and target.shape == (images.shape[0],)
         seen += identify(images.numpy(), MEAN, STD)
