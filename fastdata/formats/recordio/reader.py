@@ -50,7 +50,10 @@ class Reader:
         if not os.path.isfile(self.rec):
             raise FileNotFoundError(f"{self.rec}: no such RecordIO file")
         if self.index is not None and not os.path.isfile(self.index):
-            raise FileNotFoundError(f"{self.index}: no such .idx file (pass index=None to find or rebuild it)")
+            raise FileNotFoundError(
+                f"{self.index}: no such .idx file (pass index=None to use the .rec's own .idx "
+                "or scan the .rec, or write one with build_index)"
+            )
         self._reset()
         self._load()
 
