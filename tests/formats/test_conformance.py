@@ -165,4 +165,4 @@ def test_workers_read_the_same_records(tmp_path, fmt, context):
         num_workers=2,
         multiprocessing_context=multiprocessing.get_context(context),
     )
-    assert list(loader) == [(bytes(reader.sample(i)[0]), int(reader.sample(i)[1])) for i in range(len(reader))]
+    assert [tuple(x) for x in loader] == [(bytes(reader.sample(i)[0]), int(reader.sample(i)[1])) for i in range(len(reader))]
