@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from fastdata.errors import ConfigError
+from fastdata.errors import ConfigError, FormatError
 from fastdata.formats import Sample, registry
 from fastdata.formats.dataset_writer import write_dataset
 from fastdata.formats.lmdb import (
@@ -175,3 +175,31 @@ def test_datum_without_encoded_field_but_with_an_image_is_encoded(tmp_path):
     reader = open_shard(tmp_path / "db")
     assert reader.sample(0) == (jpeg, 4)
     assert reader.sample(1) == (b"P6\n1 1\n255\n\x03\x02\x01", 5)  # BGR pixel 1,2,3 -> RGB 3,2,1
+
+
+def test_pickled_values_are_refused_not_loaded(tmp_path):
+    import pickle
+
+    class Boom:  # unpickling this would run code
+        def __reduce__(self):
+            return (exec, ("raise SystemExit('unpickled!')",))
+
+    with Writer(tmp_path / "db") as w:
+        w.write(b"000000000", pickle.dumps((b"\xff\xd8\xff", 1, Boom())))
+    with pytest.raises(FormatError, match="pickle") as info:
+        open_shard(tmp_path / "db").sample(0)
+    assert "000000000" in str(info.value)
+
+
+def test_crnn_layout_is_read_by_key(tmp_path):
+    # CRNN / text-recognition LMDBs: num-samples, image-%09d (1-based), label-%09d (text).
+    # They are not sample shards (labels are strings); Reader reads them by key.
+    with Writer(tmp_path / "crnn") as w:
+        w.write(b"num-samples", b"2")
+        for i, word in enumerate([b"hello", b"world"], start=1):
+            w.write(b"image-%09d" % i, JPEG_SOI + word)
+            w.write(b"label-%09d" % i, word)
+    r = Reader(tmp_path / "crnn")
+    n = int(r.get(b"num-samples"))
+    pairs = [(r.get(b"image-%09d" % i), r.get(b"label-%09d" % i).decode()) for i in range(1, n + 1)]
+    assert pairs == [(JPEG_SOI + b"hello", "hello"), (JPEG_SOI + b"world", "world")]

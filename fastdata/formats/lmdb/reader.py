@@ -39,7 +39,7 @@ class Reader:
         verify: check the file's structure (py-lmdb's ``lmdb.verify``) before
             liblmdb maps it, once per file per process, so that a damaged file
             raises FormatError instead of crashing the process. Turn off only
-            for files you trust; costs ~2 ms per 1,000 entries.
+            for files you trust; costs ~2-6 ms per 1,000 entries.
 
     The environment opens on first use in each process (a forked child drops
     the parent's handle and opens its own); readers of the same file in one

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ...errors import ConfigError
+from ...errors import ConfigError, FormatError
 from .._atomic import commit, partial_path, remove, sha256_file
 from ..sample import Sample, ShardInfo
 from . import _env
@@ -117,7 +117,8 @@ class ShardReader:
       cost a compression). :func:`datum_to_image` gives the array directly.
 
     A Datum without the ``encoded`` field, without a shape and with image file
-    bytes in ``data`` is treated as encoded (as DALI does).
+    bytes in ``data`` is treated as encoded (as DALI does). A pickled value is
+    refused with FormatError: it is never unpickled.
 
     Raises (from :meth:`sample`):
         FormatError: a value that is neither an image file nor a valid Datum,
@@ -152,6 +153,14 @@ class ShardReader:
     def _parse(self, value: memoryview, key: bytes) -> tuple[bytes, int]:
         if _is_image(value):
             return bytes(value), NO_LABEL
+        if value[:1] == b"\x80" and 2 <= value[1] <= 5:  # pickle protocol 2-5 header, never a Datum's first tag
+            raise FormatError(
+                "the value is a Python pickle (tensorpack / Efficient-PyTorch style LMDB); fastdata never "
+                "unpickles data files, because loading a pickle runs arbitrary code",
+                path=self.reader.data_file,
+                key=key,
+                hint="convert the source images with `fastdata convert`, or read trusted values yourself with Reader",
+            )
         datum = decode_datum(value, path=self.reader.data_file, key=key)
         if datum.encoded or (datum.channels == datum.height == datum.width == 0 and _is_image(datum.data)):
             return datum.data, datum.label
