@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Literal, Union
+from typing import Literal
 
 import torch
 
@@ -11,7 +11,7 @@ from ..errors import ConfigError
 
 __all__ = ["Distributed", "resolve_shard"]
 
-Distributed = Union[Literal["auto"], bool, tuple[int, int]]
+Distributed = Literal["auto"] | bool | tuple[int, int]
 
 
 def _group() -> tuple[int, int] | None:

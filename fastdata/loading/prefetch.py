@@ -153,8 +153,9 @@ class CUDAPrefetcher:
             # one device and not the other; sub/mul here are exact on both.
             shift = [m * self.scale for m in (mean * channels if len(mean) == 1 else mean)]
             factor = [1.0 / (s * self.scale) for s in (std * channels if len(std) == 1 else std)]
-            make = lambda v: torch.tensor(v, dtype=torch.float32).view(1, channels, 1, 1).to(self.device)  # noqa: E731
-            constants = (make(shift), make(factor))
+            constants = tuple(
+                torch.tensor(v, dtype=torch.float32).view(1, channels, 1, 1).to(self.device) for v in (shift, factor)
+            )
             self._constants[channels] = constants
         return constants
 

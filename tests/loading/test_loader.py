@@ -34,7 +34,9 @@ def _same(a, b, *, global_rows: bool = True) -> bool:
 
 
 def test_two_runs_with_one_seed_give_bit_identical_batches():
-    make = lambda seed: make_loader(IndexImages(N), 4, seed=seed, num_workers=2, multiprocessing_context="fork")  # noqa: E731
+    def make(seed):
+        return make_loader(IndexImages(N), 4, seed=seed, num_workers=2, multiprocessing_context="fork")
+
     with make(0) as a, make(0) as b, make(1) as c:
         first, second, other = _epochs(a, 2), _epochs(b, 2), _epochs(c, 2)
     for e in range(2):
@@ -106,7 +108,7 @@ def test_epochs_advance_by_themselves_and_set_epoch_rewinds():
 
 @pytest.mark.parametrize("stop_after", [0, 1, 3])
 def test_resume_mid_epoch_is_bit_identical_to_an_uninterrupted_run(stop_after):
-    settings = dict(seed=11, prefetch_to="cpu", mean=(0.5,), std=(0.25,), multiprocessing_context="fork")
+    settings = {"seed": 11, "prefetch_to": "cpu", "mean": (0.5,), "std": (0.25,), "multiprocessing_context": "fork"}
     with make_loader(IndexImages(N), 4, num_workers=2, **settings) as reference:
         expected = _epochs(reference, 3)
     with make_loader(IndexImages(N), 4, num_workers=1, **settings) as first:

@@ -97,11 +97,11 @@ def test_many_epochs_len_and_context_manager():
 
 
 @pytest.mark.parametrize("kwargs, fragment", [
-    (dict(mean=(123.7, 116.3, 103.5), std=(58.4, 57.1, 57.4)), "scale=1.0"),
-    (dict(mean=MEAN, std=STD, scale=1.0), "scale=255.0"),
-    (dict(std=(0.0, 1.0, 1.0)), "std"),
-    (dict(dtype=torch.int32), "dtype"),
-    (dict(scale=0), "scale"),
+    ({"mean": (123.7, 116.3, 103.5), "std": (58.4, 57.1, 57.4)}, "scale=1.0"),
+    ({"mean": MEAN, "std": STD, "scale": 1.0}, "scale=255.0"),
+    ({"std": (0.0, 1.0, 1.0)}, "std"),
+    ({"dtype": torch.int32}, "dtype"),
+    ({"scale": 0}, "scale"),
 ])
 def test_bad_settings_raise(kwargs, fragment):
     with pytest.raises(ConfigError, match=fragment):
@@ -128,7 +128,7 @@ def test_bad_batches_raise():
 @requires_cuda
 def test_gpu_output_equals_cpu_path_bit_for_bit(dtype, memory_format, mean, std, scale):
     loader = Batches(n=3, shape=(8, 3, 32, 48))
-    kwargs = dict(mean=mean, std=std, scale=scale, dtype=dtype, memory_format=memory_format)
+    kwargs = {"mean": mean, "std": std, "scale": scale, "dtype": dtype, "memory_format": memory_format}
     on_cpu = list(CUDAPrefetcher(loader, device="cpu", **kwargs))
     with CUDAPrefetcher(loader, device="cuda", **kwargs) as prefetcher:
         for epoch in range(2):

@@ -71,7 +71,7 @@ def test_sampler_yields_keys_for_its_epoch_and_resumes_from_start():
 
 
 @pytest.mark.parametrize(
-    "kwargs", [dict(length=0), dict(length=5, rank=2, world_size=2), dict(length=5, world_size=0)]
+    "kwargs", [{"length": 0}, {"length": 5, "rank": 2, "world_size": 2}, {"length": 5, "world_size": 0}]
 )
 def test_bad_arguments_raise(kwargs):
     with pytest.raises(ConfigError):
