@@ -3,6 +3,7 @@ validated walk over one record's parts (see ``spec.md``)."""
 
 from __future__ import annotations
 
+from ...errors import ConfigError
 import struct
 
 from ...errors import FormatError
@@ -49,7 +50,7 @@ def frame(data: bytes | bytearray) -> list[bytes | bytearray | memoryview]:
     """The byte chunks that store ``data`` as one (possibly multi-part) record."""
     size = len(data)
     if size >= MAX_RECORD:
-        raise ValueError(f"a RecordIO record must be shorter than 2**29 bytes, got {size}")
+        raise ConfigError(f"a RecordIO record must be shorter than 2**29 bytes, got {size}")
     cuts = cut_points(data)
     if not cuts:
         return [HEADER.pack(MAGIC, size), data, PADDING[padded(size) - size]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...errors import ConfigError
 import numbers
 import struct
 from typing import NamedTuple
@@ -42,7 +43,7 @@ def pack(header: IRHeader | tuple, data: bytes | bytearray | memoryview) -> byte
     as float32 after the header (and 0 in the header's label field).
 
     Raises:
-        ValueError: an empty label vector, or an id outside uint64.
+        ConfigError: an empty label vector, or an id outside uint64.
     """
     _, label, id_, id2 = header
     try:
@@ -50,10 +51,10 @@ def pack(header: IRHeader | tuple, data: bytes | bytearray | memoryview) -> byte
             return IR_FORMAT.pack(0, float(label), id_, id2) + bytes(data)
         labels = np.asarray(label, dtype="<f4").ravel()
         if labels.size == 0:
-            raise ValueError("an empty label vector cannot be stored (flag 0 would mean a scalar label)")
+            raise ConfigError("an empty label vector cannot be stored (flag 0 would mean a scalar label)")
         return IR_FORMAT.pack(labels.size, 0.0, id_, id2) + labels.tobytes() + bytes(data)
     except struct.error as exc:
-        raise ValueError(f"IRHeader field out of range (id and id2 are uint64): {header!r} ({exc})") from None
+        raise ConfigError(f"IRHeader field out of range (id and id2 are uint64): {header!r} ({exc})") from None
 
 
 def unpack(payload: bytes | bytearray | memoryview) -> tuple[IRHeader, bytes]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...errors import ConfigError
 import operator
 import os
 from pathlib import Path
@@ -64,7 +65,7 @@ class Writer:
             payload = bytes(payload)
         key = len(self._keys) if key is None else operator.index(key)
         if key in self._keys:
-            raise ValueError(f"{self.rec}: key {key} is already used; .idx keys must be unique")
+            raise ConfigError(f"{self.rec}: key {key} is already used; .idx keys must be unique")
         chunks = _framing.frame(payload)
         offset = self._pos
         write = self._rec.write
