@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import ConfigError, FastDataError
 from .base import MapDataset
-from .imaging import Transform, build_item, decode_pil
+from .imaging import Transform, build_item
 
 IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
 
@@ -65,7 +65,9 @@ def scan(
                     empty.discard(name)
                     yield path, class_to_idx[name]
     if empty and not allow_empty:
-        accepted = f"Supported extensions are: {', '.join(extensions)}" if extensions else "no file passed is_valid_file"
+        accepted = (
+            f"Supported extensions are: {', '.join(extensions)}" if extensions else "no file passed is_valid_file"
+        )
         raise FastDataError(f"{directory}: found no valid file for the classes {', '.join(sorted(empty))}. {accepted}")
 
 
@@ -97,7 +99,7 @@ class ImageFolder(MapDataset):
             torchvision's ``IMG_EXTENSIONS`` unless ``is_valid_file`` is given.
         is_valid_file: ``f(path) -> bool`` choosing files instead of ``extensions``.
         loader: ``f(path) -> image`` replacing fastdata's reading and decoding
-            (then decode-aware transforms get the loader's output).
+            when ``decode`` is True; ``transform`` then gets its output.
         allow_empty: accept classes with no file (torchvision's ``allow_empty``).
         decode: False returns ``(file_bytes, target)`` with no transform.
         on_error: ``"raise"``, ``"skip"`` or ``"warn"`` for unreadable images
@@ -135,9 +137,14 @@ class ImageFolder(MapDataset):
         self.classes, self.class_to_idx = find_classes(self.root)
         paths: list[bytes] = []
         targets: list[int] = []
-        for path, target in scan(
-            self.root, self.class_to_idx, extensions=self.extensions, is_valid_file=is_valid_file, allow_empty=allow_empty
-        ):
+        found = scan(
+            self.root,
+            self.class_to_idx,
+            extensions=self.extensions,
+            is_valid_file=is_valid_file,
+            allow_empty=allow_empty,
+        )
+        for path, target in found:
             paths.append(os.fsencode(path))
             targets.append(target)
         lengths = np.fromiter((len(p) for p in paths), dtype=np.int64, count=len(paths))
@@ -181,5 +188,4 @@ class ImageFolder(MapDataset):
             decode=self.decode,
             transform=self.transform,
             target_transform=self.target_transform,
-            loader=decode_pil,
         )

@@ -96,6 +96,17 @@ def test_decode_aware_transform_gets_encoded_bytes(written):
     assert encoded.name  # errors raised while decoding name the sample
 
 
+def test_fastdata_transforms_decode_only_what_they_need(written):
+    kind, root = written
+    from fastdata.transforms import Compose, RandomHorizontalFlip, RandomResizedCrop
+
+    ds = open_kind(root, kind, transform=Compose([RandomResizedCrop(6), RandomHorizontalFlip()]))
+    image, target = ds[rng.SampleKey(5, seed=1, epoch=2)]
+    assert isinstance(image, np.ndarray) and image.dtype == np.uint8 and image.shape == (6, 6, 3)
+    assert target == label_of(5)
+    assert np.array_equal(image, ds[rng.SampleKey(5, seed=1, epoch=2)][0])
+
+
 def test_pickles_small_and_equal(written):
     kind, root = written
     ds = open_kind(root, kind, transform=width_of)

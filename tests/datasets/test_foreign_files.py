@@ -91,11 +91,12 @@ def test_mxnet_label_vectors(vectors):
         assert bytes(data).hex() == expected[str(i)]["payload_hex"]
         assert target.tolist() == expected[str(i)]["label"]
     with pytest.raises(FastDataError, match="not class indices"):
-        ds.classes
+        _ = ds.classes
 
 
 def test_detection_vectors_collate(shared_data):
-    ds = RecordIODataset(shared_data / "recordio" / "detection_label_vectors" / "train.rec", transform=lambda im: im.size)
+    rec = shared_data / "recordio" / "detection_label_vectors" / "train.rec"
+    ds = RecordIODataset(rec, transform=lambda im: im.size)
     assert ds.targets.shape == (12, 9)
     loader = torch.utils.data.DataLoader(ds, batch_size=4)
     sizes, labels = next(iter(loader))
@@ -134,3 +135,13 @@ def test_hymenoptera_image_folder_matches_torchvision_rules(shared_data):
     assert len(ds) == 244 and not any(p.endswith(".gif") for p in paths)  # imageNotFound.gif is not accepted
     assert any(p.endswith("formica.jpeg") for p in paths)
     assert paths == sorted(paths) and np.bincount(ds.targets).tolist() == [123, 121]
+
+
+def test_every_edge_case_photo_loads_as_rgb(shared_data):
+    ds = ImageFolder(shared_data / "photos" / "edgecases")
+    assert len(ds) == 25
+    for i in range(len(ds)):
+        image, _ = ds[i]
+        assert image.mode == "RGB"
+    rotated = [ds[i][0].size for i in range(len(ds)) if ds.classes[ds.targets[i]] == "exif_orientation_jpeg"]
+    assert len(rotated) == 7 and len(set(rotated)) == 1  # EXIF orientation honoured: all upright
