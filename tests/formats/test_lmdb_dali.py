@@ -5,9 +5,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pytest
-
 from conftest import requires_dali
+
 from fastdata.formats import Sample
 from fastdata.formats.dataset_writer import write_dataset
 from fastdata.formats.lmdb import Reader, decode_datum, write_shard

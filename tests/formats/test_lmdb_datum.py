@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 
 from fastdata.errors import ConfigError, FormatError
-from fastdata.formats.lmdb import Datum, Reader, datum_to_image, decode_datum, encode_datum
+from fastdata.formats.lmdb import (
+    Datum,
+    Reader,
+    datum_to_image,
+    decode_datum,
+    encode_datum,
+)
 
 
 @pytest.fixture(scope="module")

@@ -139,11 +139,10 @@ def test_writer_refuses_duplicates_and_bad_keys(tmp_path):
 
 
 def test_an_exception_drops_only_the_open_batch(tmp_path):
-    with pytest.raises(RuntimeError):
-        with Writer(tmp_path / "db", commit_every=10) as w:
-            for i in range(25):
-                w.write(b"%03d" % i, b"v")
-            raise RuntimeError("interrupted")
+    with pytest.raises(RuntimeError), Writer(tmp_path / "db", commit_every=10) as w:
+        for i in range(25):
+            w.write(b"%03d" % i, b"v")
+        raise RuntimeError("interrupted")
     assert len(Reader(tmp_path / "db")) == 20
 
 

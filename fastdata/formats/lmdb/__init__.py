@@ -19,7 +19,14 @@ from __future__ import annotations
 from ..registry import FormatSpec
 from .datum import Datum, datum_to_image, decode_datum, encode_datum
 from .reader import MissingKeyError, Reader
-from .shards import KEY_DIGITS, NO_LABEL, ShardReader, open_shard, shard_key, write_shard
+from .shards import (
+    KEY_DIGITS,
+    NO_LABEL,
+    ShardReader,
+    open_shard,
+    shard_key,
+    write_shard,
+)
 from .writer import Writer
 
 FORMAT = FormatSpec(name="lmdb", suffix=".lmdb", write_shard=write_shard, open_shard=open_shard, label_base=0)

@@ -66,7 +66,7 @@ def wrap(exc: Exception, path: str | os.PathLike[str], *, key: object = None, do
     """Turn an ``lmdb.Error`` into a FormatError that names the file (and key) and the fix."""
     if isinstance(exc, py_lmdb.MapFullError):
         hint = "the map is full; the writer grows it by itself, so this means the disk or address space ran out"
-    elif isinstance(exc, py_lmdb.ReadonlyError) or isinstance(exc, PermissionError):
+    elif isinstance(exc, (py_lmdb.ReadonlyError, PermissionError)):
         hint = "the file or its directory is not writable"
     else:
         hint = _REBUILD_HINT
