@@ -37,6 +37,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.handler(args)
     except FastDataError as exc:
+        from .scan import SkippedFile
+
+        if isinstance(exc, SkippedFile):  # only --on-error raise lets one escape
+            return _error(f"{exc} (stopped by --on-error raise; the default --on-error skip lists such files and goes on)")
         return _error(str(exc))
     except OSError as exc:  # disk full, permission denied on OUT, ...
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""

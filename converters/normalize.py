@@ -96,7 +96,8 @@ def prepare(data: bytes, path: str, options: EncodeOptions = EncodeOptions()) ->
         except Image.DecompressionBombError as exc:
             raise SkippedFile(path, f"refused by Pillow's decompression-bomb guard: {exc}") from None
         except Exception as exc:  # Pillow raises many types on hostile input
-            raise SkippedFile(path, f"not an image Pillow can read ({_describe(exc)})") from None
+            what = "truncated image file" if "truncated" in str(exc).lower() else "not an image Pillow can read"
+            raise SkippedFile(path, f"{what} ({_describe(exc)})") from None
         try:
             return _prepare_open(img, data, options)
         except SkippedFile as exc:

@@ -11,6 +11,8 @@ from typing import Any, TextIO
 from .plan import Plan
 from .units import format_bytes
 
+SHOW_IGNORED = 10  # ignored files listed by name in the summary; the rest are counted
+
 
 class Progress:
     """A tqdm bar on stderr with images/s and MB/s; silent when ``enabled`` is
@@ -117,6 +119,9 @@ class Summary:
         if self.ignored:
             kinds = Counter(reason.split(" (")[0] if not reason.startswith("extension") else "other extensions" for _, reason in self.ignored)
             out.append(f"  ignored: {len(self.ignored)} file(s) by rule (" + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())) + ")")
+            out += [f"    {path}: {reason}" for path, reason in self.ignored[:SHOW_IGNORED]]
+            if len(self.ignored) > SHOW_IGNORED:
+                out.append(f"    ... and {len(self.ignored) - SHOW_IGNORED} more")
         out.append(f"  skipped: {len(self.skipped)} file(s)")
         return out
 

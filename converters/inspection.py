@@ -1,0 +1,228 @@
+"""``fastdata inspect PATH``: what a dataset directory or a shard holds, without reading it all."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from fastdata.errors import FastDataError
+
+from .probe import DATASET, SPLITS, Target, identify, image_kind, image_size, open_dataset_shard
+
+
+def run(path: str, *, as_json: bool = False, records: int = 5, stdout: TextIO | None = None) -> int:
+    """Print a description of ``path``; returns 0 (errors raise FastDataError)."""
+    stdout = stdout or sys.stdout
+    report = describe(path, records=records)
+    if as_json:
+        print(json.dumps(report, indent=1, default=_jsonable), file=stdout)
+    else:
+        for line in _text(report):
+            print(line, file=stdout)
+    return 0
+
+
+def describe(path: str, *, records: int = 5) -> dict[str, Any]:
+    """A JSON-ready description of ``path`` (see :func:`run`)."""
+    target = identify(path)
+    if target.kind == SPLITS:
+        return {
+            "path": str(target.path),
+            "kind": SPLITS,
+            "format": target.format,
+            "splits": {name: describe(str(d), records=records) for name, d in target.splits.items()},
+        }
+    if target.kind == DATASET:
+        return _describe_dataset(target, records)
+    return _describe_shard(target, records)
+
+
+def _describe_dataset(target: Target, records: int) -> dict[str, Any]:
+    m = target.manifest
+    shown: list[dict[str, Any]] = []
+    for i, info in enumerate(m.shards):
+        if len(shown) >= records:
+            break
+        reader = open_dataset_shard(target.path, m, i)
+        for j in range(min(len(reader), records - len(shown))):
+            data, label = reader.sample(j)
+            entry = {"shard": info.file, "position": j, "label": _label(label), "bytes": len(data)}
+            if isinstance(label, int) and 0 <= label < len(m.classes):
+                entry["class"] = m.classes[label]
+            shown.append(entry | _image(data))
+        _close(reader)
+    return {
+        "path": str(target.path),
+        "kind": DATASET,
+        "format": m.format,
+        "records": m.num_samples,
+        "shards": [{"file": s.file, "records": s.records, "bytes": s.bytes, "index": s.index} for s in m.shards],
+        "classes": m.classes,
+        "label_base": m.label_base,
+        "fastdata_version": m.fastdata_version,
+        "extra": m.extra,
+        "samples": shown,
+    }
+
+
+def _describe_shard(target: Target, records: int) -> dict[str, Any]:
+    report: dict[str, Any] = {"path": str(target.path), "kind": "shard", "format": target.format}
+    if target.compressed:
+        report["compression"] = target.compressed
+    describe_records = {"recordio": _recordio_records, "tfrecord": _tfrecord_records, "lmdb": _lmdb_records}[target.format]
+    count, shown = describe_records(target, records)
+    report["records"] = count
+    report["samples"] = shown
+    return report
+
+
+def _recordio_records(target: Target, n: int) -> tuple[int, list[dict[str, Any]]]:
+    from fastdata.formats.recordio import Reader, unpack
+
+    reader = Reader(target.data_file)
+    shown = []
+    for i in range(min(n, len(reader))):
+        payload = reader[i]
+        entry: dict[str, Any] = {"position": i, "key": int(reader.key(i)), "offset": int(reader.offset(i)), "bytes": len(payload)}
+        try:
+            header, image = unpack(payload)
+        except FastDataError:
+            entry["payload"] = "not an image record (shorter than the 24-byte IRHeader)"
+        else:
+            entry |= {"flag": header.flag, "label": _label(header.label), "id": int(header.id)}
+            entry |= {"image_bytes": len(image)} | _image(image)
+        shown.append(entry)
+    count = len(reader)
+    reader.close()
+    return count, shown
+
+
+def _tfrecord_records(target: Target, n: int) -> tuple[int, list[dict[str, Any]]]:
+    from fastdata.formats.tfrecord import Reader, is_sequence_example, parse_example, parse_sequence_example
+
+    reader = Reader(target.data_file)
+    shown = []
+    for i, record in zip(range(n), _iterate(reader)):
+        entry: dict[str, Any] = {"position": i, "bytes": len(record)}
+        if is_sequence_example(record):
+            context, lists = parse_sequence_example(record)
+            entry["type"] = "SequenceExample"
+            entry["context"] = {k: _feature(v) for k, v in context.items()}
+            entry["feature_lists"] = {k: f"{len(v)} steps" for k, v in lists.items()}
+        else:
+            features = parse_example(record)
+            entry["type"] = "Example"
+            entry["features"] = {k: _feature(v) for k, v in sorted(features.items())}
+            encoded = features.get("image/encoded")
+            if isinstance(encoded, list) and encoded and isinstance(encoded[0], bytes):
+                entry |= _image(encoded[0])
+        shown.append(entry)
+    count = len(reader)
+    reader.close()
+    return count, shown
+
+
+def _iterate(reader: Any) -> Iterator[bytes]:
+    yield from reader
+
+
+def _lmdb_records(target: Target, n: int) -> tuple[int, list[dict[str, Any]]]:
+    from fastdata.formats.lmdb import open_shard
+
+    reader = open_shard(target.path)
+    shown = []
+    for i in range(min(n, len(reader))):
+        data, label = reader.sample(i)
+        key = reader.key(i)
+        shown.append({"position": i, "key": key.decode("utf-8", "backslashreplace"), "label": _label(label), "bytes": len(data)} | _image(data))
+    count = len(reader)
+    _close(reader)
+    return count, shown
+
+
+def _close(reader: Any) -> None:
+    close = getattr(reader, "close", None)
+    if close is not None:
+        close()
+
+
+def _image(data: bytes) -> dict[str, Any]:
+    kind = image_kind(data)
+    size = image_size(data) if kind != "?" else None
+    out: dict[str, Any] = {"image_format": kind}
+    if size is not None:
+        out["width"], out["height"] = size
+    return out
+
+
+def _label(label: Any) -> Any:
+    if isinstance(label, np.ndarray):
+        return [round(float(x), 6) for x in label.ravel()]
+    if isinstance(label, (list, tuple)):
+        return [round(float(x), 6) for x in label]
+    if isinstance(label, (np.integer, int)):
+        return int(label)
+    return float(label)
+
+
+def _feature(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        items = value.ravel().tolist()
+        return items if len(items) <= 8 else f"{value.dtype} x {len(items)}: {items[:8]} ..."
+    if isinstance(value, list) and value and isinstance(value[0], bytes):
+        if len(value) == 1 and len(value[0]) <= 64:
+            return value[0].decode("utf-8", "backslashreplace")
+        return f"bytes x {len(value)} ({', '.join(str(len(v)) for v in value[:4])} bytes)"
+    return value
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "backslashreplace")
+    return str(value)
+
+
+def _text(report: dict[str, Any], indent: str = "") -> list[str]:
+    lines = []
+    if report["kind"] == SPLITS:
+        lines.append(f"{indent}{report['path']}: fastdata output with splits {', '.join(report['splits'])} ({report['format']})")
+        for name, sub in report["splits"].items():
+            lines.append(f"{indent}[{name}]")
+            lines += _text(sub, indent + "  ")
+        return lines
+    if report["kind"] == DATASET:
+        classes = report["classes"]
+        lines.append(
+            f"{indent}{report['path']}: fastdata dataset, format {report['format']}, {report['records']} records "
+            f"in {len(report['shards'])} shard(s), {len(classes)} classes, label_base {report['label_base']}"
+        )
+        if classes:
+            shown = ", ".join(f"{i}={c}" for i, c in enumerate(classes[:20]))
+            lines.append(f"{indent}classes: {shown}{' ...' if len(classes) > 20 else ''}")
+        for s in report["shards"][:10]:
+            index = f", index {s['index']}" if s["index"] else ""
+            lines.append(f"{indent}  {s['file']}: {s['records']} records, {s['bytes']} bytes{index}")
+        if len(report["shards"]) > 10:
+            lines.append(f"{indent}  ... {len(report['shards']) - 10} more shards")
+    else:
+        comp = f", {report['compression']}-compressed" if report.get("compression") else ""
+        lines.append(f"{indent}{report['path']}: {report['format']} file{comp}, {report['records']} records")
+    if report["samples"]:
+        lines.append(f"{indent}first {len(report['samples'])} record(s):")
+        for entry in report["samples"]:
+            lines.append(f"{indent}  " + ", ".join(f"{k}={_short(v)}" for k, v in entry.items()))
+    return lines
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, default=_jsonable, ensure_ascii=False) if not isinstance(value, str) else value
+    return text if len(text) <= 120 else text[:117] + "..."

@@ -1,0 +1,133 @@
+"""``fastdata convert`` end to end, in every format, on the real third-party images."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from convkit import manifest_json, read_back, rgb, run_cli, tree
+from PIL import Image
+
+from fastdata.formats import tfrecord
+
+FORMATS = ["recordio", "tfrecord", "lmdb"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_edgecases_load_back_as_upright_rgb(shared_data, tmp_path, capsys, fmt):
+    src = shared_data / "photos" / "edgecases"
+    code, out, err = run_cli(capsys, "convert", src, tmp_path / "out", "--format", fmt, "--workers", "1", "--shards", "2")
+    assert code == 0, err
+    assert "25 images" in out and "normalised: 17 image(s)" in out and "exif-orientation 7" in out
+    m, samples = read_back(tmp_path / "out")
+    assert len(samples) == 25 and m.classes == sorted(os.listdir(src))
+    by_class: dict[str, list[np.ndarray]] = {}
+    for data, label in samples:
+        img = Image.open(__import__("io").BytesIO(data))
+        img.load()
+        assert img.format == "JPEG"
+        pixels = np.asarray(img.convert("RGB"), np.int16)
+        assert pixels.ndim == 3 and pixels.shape[2] == 3
+        by_class.setdefault(m.classes[label], []).append(pixels)
+    upright = rgb((src / "rgb_jpeg" / "hopper.jpg").read_bytes())
+    oriented = by_class["exif_orientation_jpeg"]
+    assert len(oriented) == 7
+    for pixels in oriented:
+        assert np.abs(pixels - upright).mean() < 10
+    (cmyk,) = by_class["cmyk_jpeg"]
+    pillow = np.asarray(Image.open(src / "cmyk_jpeg" / "pil_sample_cmyk.jpg").convert("RGB"), np.int16)
+    assert np.abs(cmyk - pillow).mean() < 10
+    normalised = manifest_json(tmp_path / "out")["extra"]["converter"]["normalised"]
+    assert normalised["cmyk-jpeg"] == 1 and normalised["png-to-jpeg"] == 9
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_labels_follow_class_to_idx_and_jpegs_pass_through(shared_data, tmp_path, capsys, fmt):
+    src = shared_data / "vectors" / "images"
+    code, _, err = run_cli(capsys, "convert", src, tmp_path / "out", "--format", fmt, "--shards", "3", "-q")
+    assert code == 0, err
+    classes = sorted(e.name for e in os.scandir(src) if e.is_dir())
+    class_to_idx = {c: i for i, c in enumerate(classes)}
+    by_bytes = {p.read_bytes(): class_to_idx[p.parent.name] for p in src.glob("*/*.jpg")}
+    m, samples = read_back(tmp_path / "out")
+    assert m.classes == classes and m.label_base == (1 if fmt == "tfrecord" else 0)
+    assert len(samples) == len(by_bytes) == 13
+    for data, label in samples:
+        assert data in by_bytes, "pass-through image bytes must equal a source file"
+        assert label == by_bytes[data]
+    order = [by_bytes[d] for d, _ in samples]
+    assert order != sorted(order)  # shuffled by default
+
+
+def test_tfrecord_stores_imagenet_keys(shared_data, tmp_path, capsys):
+    src = shared_data / "vectors" / "images"
+    assert run_cli(capsys, "convert", src, tmp_path / "o", "--format", "tfrecord", "--no-shuffle", "-q")[0] == 0
+    m = manifest_json(tmp_path / "o")
+    records = list(tfrecord.Reader(tmp_path / "o" / m["shards"][0]["file"]))
+    first = tfrecord.parse_example(records[0])
+    assert first["image/filename"] == [b"cat/cat_00.jpg"] and first["image/class/text"] == [b"cat"]
+    assert int(first["image/class/label"][0]) == 1  # TensorFlow's ImageNet convention: class 0 stored as 1
+    assert (int(first["image/height"][0]), int(first["image/width"][0])) == (56, 55)
+    assert first["image/encoded"][0] == (src / "cat" / "cat_00.jpg").read_bytes()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_output_is_identical_for_any_worker_count(shared_data, tmp_path, capsys, fmt):
+    src = shared_data / "photos" / "edgecases"
+    common = ["--format", fmt, "--shard-size", "96K", "--val-fraction", "0.2", "--seed", "5", "-q"]
+    assert run_cli(capsys, "convert", src, tmp_path / "w1", "--workers", "1", *common)[0] == 0
+    assert run_cli(capsys, "convert", src, tmp_path / "w2", "--workers", "2", *common)[0] == 0
+    one, two = tree(tmp_path / "w1"), tree(tmp_path / "w2")
+    assert one == two
+    assert "train/manifest.json" in one and "val/manifest.json" in one
+    assert not any(name.startswith(".fastdata") or name.endswith(".partial") for name in one)
+    train, val = read_back(tmp_path / "w1" / "train")[1], read_back(tmp_path / "w1" / "val")[1]
+    assert len(train) + len(val) == 25 and len(val) == 4
+
+
+def test_val_split_is_disjoint_and_complete(shared_data, tmp_path, capsys):
+    src = shared_data / "vectors" / "images"
+    code, out, _ = run_cli(capsys, "convert", src, tmp_path / "o", "--format", "tfrecord", "--val-fraction", "0.25")
+    assert code == 0 and "splits: train 10, val 3" in out
+    (m_train, train), (m_val, val) = read_back(tmp_path / "o" / "train"), read_back(tmp_path / "o" / "val")
+    assert m_train.classes == m_val.classes == ["cat", "dog", "zebra_7"]
+    train_bytes, val_bytes = {d for d, _ in train}, {d for d, _ in val}
+    assert not train_bytes & val_bytes
+    assert train_bytes | val_bytes == {p.read_bytes() for p in src.glob("*/*.jpg")}
+    assert sorted(lab for _, lab in val) == [0, 1, 2]  # one per class
+
+
+def test_hymenoptera_train_with_two_workers(shared_data, tmp_path, capsys):
+    src = shared_data / "photos" / "hymenoptera" / "train"
+    code, out, err = run_cli(capsys, "convert", src, tmp_path / "h", "--format", "recordio", "--workers", "2", "--shard-size", "8M")
+    assert code == 0, err
+    assert "gif-to-jpeg 1" in out and "per class: ants 124, bees 121" in out
+    m, samples = read_back(tmp_path / "h")
+    assert m.num_samples == 245 and len(m.shards) >= 3 and m.classes == ["ants", "bees"]
+    sources = {p.read_bytes(): p for p in src.glob("*/*")}
+    passed = [d for d, _ in samples if d in sources]
+    assert len(passed) == 244  # every JPEG byte for byte; only the GIF was re-encoded
+    for data, label in samples:
+        if data in sources:
+            assert label == ["ants", "bees"].index(sources[data].parent.name)
+
+
+def test_list_input_keeps_list_order_and_labels(shared_data, tmp_path, capsys):
+    lst = shared_data / "vectors" / "im2rec_passthrough.lst"
+    root = shared_data / "vectors" / "images"
+    code, _, err = run_cli(capsys, "convert", "--list", lst, "--root", root, tmp_path / "o", "--format", "recordio", "-q")
+    assert code == 0, err
+    m, samples = read_back(tmp_path / "o")
+    lines = [line.split("\t") for line in lst.read_text().splitlines()]
+    assert [d for d, _ in samples] == [(root / rel.strip()).read_bytes() for _, _, rel in lines]
+    assert [lab for _, lab in samples] == [int(float(lab)) for _, lab, _ in lines]
+    assert m.classes == ["0", "1", "2"]
+
+
+def test_resize_and_summary(shared_data, tmp_path, capsys):
+    src = shared_data / "vectors" / "images"
+    code, out, _ = run_cli(capsys, "convert", src, tmp_path / "o", "--format", "lmdb", "--resize", "60", "--workers", "2")
+    assert code == 0 and "resized" in out
+    for data, _ in read_back(tmp_path / "o")[1]:
+        assert min(Image.open(__import__("io").BytesIO(data)).size) <= 60

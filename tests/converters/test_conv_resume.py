@@ -1,0 +1,111 @@
+"""Crash safety: kill -9 mid-run then --resume gives the uninterrupted bytes; several nodes share one OUT."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from convkit import run_cli, tree
+
+from fastdata.converters.state import STATE_DIR
+
+FORMATS = ["recordio", "tfrecord", "lmdb"]
+
+
+def _convert_args(src, out, fmt):
+    return ["convert", str(src), str(out), "--format", fmt, "--shards", "8", "--val-fraction", "0.15", "-q"]
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and int(pid) != os.getpid():
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if text.encode() in cmdline:
+                found.append(int(pid))
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and SIGKILL")
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_sigkill_then_resume_is_byte_identical(shared_data, tmp_path, capsys, fmt):
+    src = shared_data / "photos" / "edgecases"
+    out = tmp_path / f"killed-{fmt}"
+    # --test-delay slows each image so the kill lands mid-run (see pack.RunOptions).
+    cmd = [sys.executable, "-m", "fastdata.converters.cli", *_convert_args(src, out, fmt), "--workers", "2", "--test-delay", "0.06"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    state = out / STATE_DIR
+    while not (state.is_dir() and len(list(state.glob("*.json"))) >= 3):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the conversion never got going"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    proc.stderr.close()
+    time.sleep(0.3)
+    assert _processes_mentioning(str(out)) == []  # the workers died with their parent
+    assert not list(out.rglob("manifest.json"))
+    done = len(list(state.glob("*.json")))
+    assert 3 <= done < 16
+    # leftovers of a crash: a stale partial of a shard not yet finished, a torn record
+    (out / "train").mkdir(exist_ok=True)
+    suffix = {"recordio": ".rec", "tfrecord": ".tfrecord", "lmdb": ".lmdb"}[fmt]
+    (out / "train" / f"shard-00007{suffix}.partial").write_bytes(b"garbage from a crash")
+
+    code, _, err = run_cli(capsys, *_convert_args(src, out, fmt))
+    assert code == 2 and "--resume" in err  # an unfinished OUT is not silently restarted
+    code, _, err = run_cli(capsys, *_convert_args(src, out, fmt), "--resume", "--workers", "1")
+    assert code == 0, err
+    reference = tmp_path / "reference"
+    assert run_cli(capsys, *_convert_args(src, reference, fmt), "--workers", "1")[0] == 0
+    assert tree(out) == tree(reference)
+    assert not any(".partial" in name or name.startswith(".fastdata") for name in tree(out))
+
+
+def test_resume_refuses_other_settings(shared_data, tmp_path, capsys):
+    src = shared_data / "vectors" / "images"
+    out = tmp_path / "o"
+    args = ["convert", src, out, "--format", "recordio", "--shards", "3", "-q"]
+    code, _, _ = run_cli(capsys, *args, "--num-nodes", "2", "--node-rank", "0")
+    assert code == 0 and not (out / "manifest.json").exists()
+    code, _, err = run_cli(capsys, *args[:-2], "4", "-q", "--resume")
+    assert code == 2 and "shards: saved 3, now 4" in err
+    code, _, err = run_cli(capsys, "convert", src, out, "--format", "lmdb", "--shards", "3", "--resume")
+    assert code == 2 and "format: saved 'recordio', now 'lmdb'" in err
+    assert run_cli(capsys, *args, "--resume")[0] == 0
+    assert (out / "manifest.json").exists()
+    code, _, err = run_cli(capsys, *args, "--resume")
+    assert code == 2 and "nothing to resume" in err
+
+
+def test_nodes_share_one_output(shared_data, tmp_path, capsys, monkeypatch):
+    src = shared_data / "photos" / "edgecases"
+    reference, out = tmp_path / "ref", tmp_path / "nodes"
+    assert run_cli(capsys, "convert", src, reference, "--format", "tfrecord", "--shards", "5", "-q")[0] == 0
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")  # the defaults come from the environment torchrun sets
+    code, stdout, _ = run_cli(capsys, "convert", src, out, "--format", "tfrecord", "--shards", "5")
+    assert code == 0 and "node 1 of 2" in stdout and "fastdata merge" in stdout
+    assert not (out / "manifest.json").exists()
+    code, _, err = run_cli(capsys, "merge", out)
+    assert code == 2 and "3 of 5 shards are not finished" in err  # node 0 has shards 0, 2, 4
+    monkeypatch.setenv("RANK", "0")
+    (out / ".fastdata-finalize.lock").write_text("another node\n")  # as if node 1 were finalizing right now
+    code, stdout, _ = run_cli(capsys, "convert", src, out, "--format", "tfrecord", "--shards", "5")
+    assert code == 0 and "another node is writing the manifest" in stdout
+    assert not (out / "manifest.json").exists()
+    code, stdout, _ = run_cli(capsys, "merge", out)  # e.g. after that node was killed
+    assert code == 0 and "25 images" in stdout
+    assert tree(out) == tree(reference)
+    code, _, err = run_cli(capsys, "merge", out)
+    assert code == 2 and "already finished" in err
