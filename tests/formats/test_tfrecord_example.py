@@ -139,6 +139,10 @@ def test_malformed_records_raise_format_error():
             tfr.parse_example(record[:cut])
     with pytest.raises(FormatError):
         tfr.parse_example(b"\x0b")  # wire type 3 (groups) is refused
+    for bad in (b"\x80", b"\x01\x80", b"\xff" * 20):  # truncated or overlong varints inside a packed list
+        for padding in (b"", b"\x00" * 20):  # short (Python) and long (numpy) decoding paths
+            with pytest.raises(FormatError, match="varint"):
+                tfr.parse_example(len_field(1, _feature_entry("v", len_field(3, len_field(1, padding + bad)))))
     with pytest.raises(TypeError):
         tfr.parse_example("not bytes")
 

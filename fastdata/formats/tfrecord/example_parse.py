@@ -26,8 +26,11 @@ SEQUENCE_HINT = (
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
     b = buf[pos]
-    if b < 0x80:  # one-byte varints are by far the most common: skip the general loop
+    if b < 0x80:  # one- and two-byte varints are by far the most common: skip the general loop
         return b, pos + 1
+    c = buf[pos + 1]
+    if c < 0x80:
+        return (b & 0x7F) | (c << 7), pos + 2
     return decode_varint(buf, pos)
 
 
@@ -56,9 +59,12 @@ def _packed_varints(chunk: bytes) -> np.ndarray:
     if len(chunk) <= 16:  # a few values: a Python loop beats numpy's per-call overhead
         values = []
         pos = 0
-        while pos < len(chunk):
-            value, pos = _varint(chunk, pos)
-            values.append(value)
+        try:
+            while pos < len(chunk):
+                value, pos = _varint(chunk, pos)
+                values.append(value & 0xFFFFFFFFFFFFFFFF)
+        except IndexError:
+            raise FormatError("malformed protobuf: truncated varint in a packed int64 list") from None
         return np.array(values, np.uint64).view(np.int64)
     a = np.frombuffer(chunk, np.uint8)
     last = a < 0x80
@@ -77,11 +83,14 @@ def _packed_varints(chunk: bytes) -> np.ndarray:
 def int64_list(chunks: list[bytes]) -> list[int]:
     """The values of an int64 feature's raw chunks as Python ints (cheap for short lists)."""
     raw = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    if len(raw) == 1 and raw[0] < 0x80:  # the usual class label: one small value
+        return [raw[0]]
     out = []
     pos = 0
     try:
         while pos < len(raw):
             value, pos = _varint(raw, pos)
+            value &= 0xFFFFFFFFFFFFFFFF  # a 10th varint byte may carry bits past 64: protobuf drops them
             out.append(value - (1 << 64) if value >= 1 << 63 else value)
     except IndexError:
         raise FormatError("malformed protobuf: truncated varint in a packed int64 list") from None
@@ -121,9 +130,19 @@ def _list_values(buf: bytes, start: int, end: int, kind: str, out: list) -> None
         raise FormatError(f"malformed {kind} list: runs {pos - end} bytes past its end")
 
 
+_KIND_OF_TAG = {0x0A: BYTES, 0x12: FLOAT, 0x1A: INT64}
+
+
 def _feature(buf: bytes, start: int, end: int) -> tuple[str | None, list]:
     """Parse a Feature message into ``(kind, chunks)``; kind is None for an empty Feature."""
-    kind: str | None = None
+    kind = _KIND_OF_TAG.get(buf[start]) if start < end else None
+    if kind is not None:  # fast path: one list holding one value (or one packed run)
+        n, s = _varint(buf, start + 1)
+        if s + n == end and s < end and buf[s] == 0x0A:
+            m, v = _varint(buf, s + 1)
+            if v + m == end and (kind != FLOAT or m % 4 == 0):
+                return kind, [buf[v:end]]
+    kind = None
     chunks: list = []
     pos = start
     while pos < end:
@@ -151,59 +170,57 @@ def _value(kind: str | None, chunks: list):
     return _packed_varints(raw)
 
 
-def _map_entries(buf: bytes, start: int, end: int):
-    """Yield ``(name, value_bytes_or_range)`` for each entry of a ``map<string, Message>`` field 1.
+def _map_entries(buf: bytes, start: int, end: int) -> list[tuple[bytes, bytes, int, int]]:
+    """The entries of a ``map<string, Message>`` (field 1) as ``(name, vbuf, vstart, vend)``.
 
-    The value is ``(start, end)`` in ``buf``; an entry that repeats its value
-    field (legal, the parts merge) yields the joined bytes instead. A missing
+    The value is ``vbuf[vstart:vend]``: a range of ``buf``, or joined bytes
+    when an entry repeats its value field (legal: the parts merge). A missing
     key or value defaults to empty, as protobuf specifies.
     """
+    out = []
     pos = start
     while pos < end:
         if buf[pos] != 0x0A:  # not field 1 (LEN): skip it
             key, pos = _varint(buf, pos)
             pos = _skip(buf, pos, key & 7)
             continue
-        n = buf[pos + 1]
-        if n < 0x80:
-            s = pos + 2
-        else:
-            n, s = decode_varint(buf, pos + 1)
+        n, s = _varint(buf, pos + 1)
         pos = s + n
         if pos > end:
             raise FormatError(f"malformed protobuf: a map entry claims {n} bytes, {end - s} left")
-        # Fast path for the layout every writer uses: key (short) then one value.
+        # Fast path for the layout every writer uses: a short key, then one value.
         if pos - s > 2 and buf[s] == 0x0A and buf[s + 1] < 0x80:
             ke = s + 2 + buf[s + 1]
             if ke < pos and buf[ke] == 0x12:
-                vs = ke + 2
-                n = buf[ke + 1]
-                if n >= 0x80:
-                    n, vs = decode_varint(buf, ke + 1)
+                n, vs = _varint(buf, ke + 1)
                 if vs + n == pos:
-                    yield buf[s + 2 : ke], buf, vs, pos
+                    out.append((buf[s + 2 : ke], buf, vs, pos))
                     continue
-        name, ranges = b"", []
-        p = s
-        while p < pos:
-            k, p = _varint(buf, p)
-            if k == 0x0A:
-                a, p = _len_end(buf, p, pos)
-                name = buf[a:p]
-            elif k == 0x12:
-                a, p = _len_end(buf, p, pos)
-                ranges.append((a, p))
-            else:
-                p = _skip(buf, p, k & 7)
-        if p != pos:
-            raise FormatError("malformed map entry: runs past its end")
-        if len(ranges) == 1:
-            yield name, buf, ranges[0][0], ranges[0][1]
-        else:
-            joined = b"".join(buf[a:b] for a, b in ranges)
-            yield name, joined, 0, len(joined)
+        out.append(_entry(buf, s, pos))
     if pos != end:
         raise FormatError("malformed map: runs past its end")
+    return out
+
+
+def _entry(buf: bytes, start: int, end: int) -> tuple[bytes, bytes, int, int]:
+    name, ranges = b"", []
+    p = start
+    while p < end:
+        k, p = _varint(buf, p)
+        if k == 0x0A:
+            a, p = _len_end(buf, p, end)
+            name = buf[a:p]
+        elif k == 0x12:
+            a, p = _len_end(buf, p, end)
+            ranges.append((a, p))
+        else:
+            p = _skip(buf, p, k & 7)
+    if p != end:
+        raise FormatError("malformed map entry: runs past its end")
+    if len(ranges) == 1:
+        return name, buf, ranges[0][0], ranges[0][1]
+    joined = b"".join(buf[a:b] for a, b in ranges)
+    return name, joined, 0, len(joined)
 
 
 def _features(buf: bytes, start: int, end: int, out: dict, wanted: Collection[bytes] | None) -> None:
@@ -304,7 +321,38 @@ def is_sequence_example(record: bytes | bytearray | memoryview) -> bool:
 
 
 def find_features(record: bytes, names: Collection[bytes]) -> dict[bytes, tuple[str | None, list]]:
-    """Decode only the features in ``names`` (bytes keys): ``{name: (kind, chunks)}``; absent names are missing."""
+    """Decode only the features in ``names`` (bytes keys): ``{name: (kind, chunks)}``; absent names are missing.
+
+    Records laid out the usual way (one ``features`` field, each map entry a
+    short key then its value) take a fast path; anything else, including
+    malformed input, goes through the general parser and its errors.
+    """
+    end = len(record)
+    out: dict = {}
+    try:
+        if end and record[0] == 0x0A:
+            n, pos = _varint(record, 1)
+            if pos + n == end:
+                while pos < end:
+                    if record[pos] != 0x0A:
+                        break
+                    n, s = _varint(record, pos + 1)
+                    pos = s + n
+                    if pos > end or record[s] != 0x0A or record[s + 1] >= 0x80:
+                        break
+                    ke = s + 2 + record[s + 1]
+                    if ke >= pos or record[ke] != 0x12:
+                        break
+                    name = record[s + 2 : ke]
+                    if name in names:
+                        n, vs = _varint(record, ke + 1)
+                        if vs + n != pos:
+                            break
+                        out[name] = _feature(record, vs, pos)
+                else:
+                    return out
+    except (IndexError, FormatError):
+        pass
     features, _ = _top(record, names, sequence=False)
     return features
 

@@ -17,6 +17,12 @@ from .index import check_index, default_index_path, read_index
 
 _unpack_header = struct.Struct("<QI").unpack_from
 _unpack_u32 = struct.Struct("<I").unpack_from
+_crc32c = crc32c.crc32c
+
+# os.getpid() is a system call (glibc no longer caches it): too slow for a
+# per-record check. Keep the pid in a cell that fork children refresh.
+_PID = [os.getpid()]
+os.register_at_fork(after_in_child=lambda: _PID.__setitem__(0, os.getpid()))
 
 
 class Reader:
@@ -100,7 +106,7 @@ class Reader:
                 f"{self.path} is {kind.upper()}-compressed and cannot use the index {self.index}: "
                 f"{_compression.COMPRESSED_HINT}"
             )
-        self._pid = os.getpid()
+        self._pid = _PID[0]
 
     def _load_offsets(self, size: int) -> tuple[np.ndarray, np.ndarray]:
         index = self.index
@@ -122,7 +128,7 @@ class Reader:
 
     def close(self) -> None:
         """Unmap the file; the reader reopens it on next use."""
-        if isinstance(self._mm, mmap.mmap) and self._pid == os.getpid():
+        if isinstance(self._mm, mmap.mmap) and self._pid == _PID[0]:
             self._mm.close()
         self._mm = None
         self._pid = None
@@ -155,19 +161,19 @@ class Reader:
 
     @property
     def compressed(self) -> bool:
-        if self._pid != os.getpid():
+        if self._pid != _PID[0]:
             self._open()
         return self._kind != "none"
 
     def __len__(self) -> int:
-        if self._pid != os.getpid():
+        if self._pid != _PID[0]:
             self._open()
         if self._count is None:  # compressed: count by decompressing once
             self._count = sum(1 for _ in self)
         return self._count
 
     def __getitem__(self, i: int) -> bytes:
-        if self._pid != os.getpid():
+        if self._pid != _PID[0]:
             self._open()
         try:
             offset = self._off_view[i]
@@ -183,11 +189,11 @@ class Reader:
         if not self.verify:
             return mm[start : start + length]
         stored_length, stored = _unpack_header(mm, offset)
-        crc = crc32c.crc32c(mm[offset : offset + 8])
+        crc = _crc32c(mm[offset : offset + 8])
         if stored_length != length or (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF != stored:
             self._raise_header(offset, length)
         data = mm[start : start + length]
-        crc = crc32c.crc32c(data)
+        crc = _crc32c(data)
         crc = (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF
         (stored,) = _unpack_u32(mm, start + length)
         if crc != stored:
@@ -195,7 +201,7 @@ class Reader:
         return data
 
     def __iter__(self) -> Iterator[bytes]:
-        if self._pid != os.getpid():
+        if self._pid != _PID[0]:
             self._open()
         if self._kind == "none":
             for i in range(self._count):
@@ -213,7 +219,7 @@ class Reader:
 
     # -- errors ---------------------------------------------------------------
     def _require_random_access(self) -> None:
-        if self._pid != os.getpid():
+        if self._pid != _PID[0]:
             self._open()
         if self._kind != "none":
             raise ConfigError(

@@ -163,13 +163,13 @@ class TFRecordShard:
         except FormatError as exc:
             raise self._error(i, f"record {i}: {exc.reason}", None, self.label_key) from None
         base = self.label_base
+        if len(values) == 1 and values[0] >= base:
+            return image[1][0], values[0] - base
         if not values or min(values) < base:
             raise self._error(
                 i, f"record {i}: stored label {values} is empty or below label_base={base}", None, self.label_key,
                 hint="if this file stores 0-based labels, open it with label_base=0",
             )
-        if len(values) == 1:
-            return image[1][0], values[0] - base
         return image[1][0], np.array(values, np.int64) - base
 
     def _error(self, i: int, message: str, record: bytes | None, key: str | None = None, hint: str | None = None) -> FormatError:
