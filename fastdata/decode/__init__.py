@@ -9,10 +9,10 @@ Backends are imported on first use, so importing this package is cheap.
 from __future__ import annotations
 
 from .backends import AUTO_ORDER, available_backends
-from .decoder import DEFAULT_MAX_PIXELS, decode, decode_view
+from .decoder import DEFAULT_MAX_PIXELS, decode, decode_region, decode_view
 from .encoded import EncodedImage
 from .info import ImageInfo, read_info
-from .orientation import box_to_stored, orient
+from .orientation import box_to_stored, box_to_upright, orient
 from .pillow_image import BACKGROUND
 from .scaling import SCALE_DENOMINATORS, scale_denominator
 
@@ -25,7 +25,9 @@ __all__ = [
     "ImageInfo",
     "available_backends",
     "box_to_stored",
+    "box_to_upright",
     "decode",
+    "decode_region",
     "decode_view",
     "orient",
     "read_info",

@@ -4,6 +4,7 @@ region and at a reduced DCT scale."""
 from __future__ import annotations
 
 import logging
+import math
 import numbers
 from typing import Any
 
@@ -13,7 +14,7 @@ from ..errors import ConfigError, DecodeError
 from . import pillow_image
 from .backends import RecoverableWarning, decode_pil, get_backend
 from .info import ImageInfo, info_from_pillow, is_jpeg, parse_jpeg_header
-from .orientation import box_to_stored, orient
+from .orientation import box_to_stored, box_to_upright, orient
 from .scaling import scale_denominator, scaled_extent, scaled_span
 
 DEFAULT_MAX_PIXELS = 178_956_970
@@ -84,35 +85,63 @@ def decode_view(
 ) -> np.ndarray:
     """:func:`decode` without the final copy: the result may be a strided or
     read-only view (cropped, oriented). For callers that copy anyway, e.g. a resize."""
+    if crop is not None:
+        _check_int_box(crop)
+    pixels, (t, l, h, w) = decode_region(
+        data, crop, backend=backend, min_size=min_size, name=name, max_pixels=max_pixels, info=info
+    )
+    # Round the box edges to whole decoded pixels; keeps >= floor(size) pixels.
+    y0, y1 = scaled_span(t, h, 1.0, pixels.shape[0])
+    x0, x1 = scaled_span(l, w, 1.0, pixels.shape[1])
+    return pixels[y0:y1, x0:x1]
+
+
+def decode_region(
+    data: bytes,
+    box: tuple[float, float, float, float] | None = None,
+    *,
+    backend: str = "auto",
+    min_size: int | tuple[int, int] | None = None,
+    name: str | None = None,
+    max_pixels: int | None = DEFAULT_MAX_PIXELS,
+    info: ImageInfo | None = None,
+) -> tuple[np.ndarray, tuple[float, float, float, float]]:
+    """Decode the pixels covering an upright ``box`` whose edges may be fractional.
+
+    For resizers that sample a sub-pixel box (exact ``Resize + CenterCrop``).
+    Arguments as in :func:`decode`; ``box`` is ``(top, left, height, width)``
+    in upright full-size pixels, ``None`` for the whole image.
+
+    Returns:
+        ``(pixels, sub_box)``: upright uint8 ``(h, w, 3)`` covering the box
+        (possibly a view, possibly at 1/n DCT scale), and the box in those
+        pixels' coordinates as floats.
+    """
     if not isinstance(data, (bytes, bytearray)):
         data = bytes(data)
     label = name or f"image ({len(data)} bytes)"
     if not data:
         raise DecodeError(f"{label}: empty input, no image bytes")
     if is_jpeg(data):
-        return _decode_jpeg(data, backend, min_size, crop, label, max_pixels, info)
-    with pillow_image.open_image(data, label) as img:
-        info = info_from_pillow(img)
+        if info is None:
+            info = parse_jpeg_header(data, name=label)
         _check_pixels(info, max_pixels, label)
-        box = _stored_box(crop, info, label)
-        pillow_image.load(img, label)
-        arr = pillow_image.to_rgb_array(img)
-    return orient(_cut(arr, box, info.stored_size, 1), info.orientation)
+        stored_box = _stored_box(box, info, label)
+        arr, n = _decode_jpeg(data, info, stored_box, min_size, backend, label)
+    else:
+        with pillow_image.open_image(data, label) as img:
+            info = info_from_pillow(img)
+            _check_pixels(info, max_pixels, label)
+            stored_box = _stored_box(box, info, label)
+            pillow_image.load(img, label)
+            arr, n = pillow_image.to_rgb_array(img), 1
+    return _cover(arr, stored_box, info, n)
 
 
 def _decode_jpeg(
-    data: bytes,
-    backend: str,
-    min_size: Any,
-    crop: Any,
-    label: str,
-    max_pixels: int | None,
-    info: ImageInfo | None,
-) -> np.ndarray:
-    if info is None:
-        info = parse_jpeg_header(data, name=label)
-    _check_pixels(info, max_pixels, label)
-    box = _stored_box(crop, info, label)
+    data: bytes, info: ImageInfo, box: tuple[float, float, float, float], min_size: Any, backend: str, label: str
+) -> tuple[np.ndarray, int]:
+    """The whole stored-frame image decoded at 1/n, and n."""
     n = 1
     if min_size is not None:
         mh, mw = _pair(min_size, "min_size")
@@ -127,7 +156,29 @@ def _decode_jpeg(
         arr = decode_pil(data, info, n, label)
     if arr.ndim == 3 and arr.shape[2] == 4:
         arr = pillow_image.cmyk_to_rgb(arr)
-    return orient(_cut(arr, box, info.stored_size, n), info.orientation)
+    return arr, n
+
+
+def _cover(
+    arr: np.ndarray, box: tuple[float, float, float, float], info: ImageInfo, n: int
+) -> tuple[np.ndarray, tuple[float, float, float, float]]:
+    """Cut the decoded pixels covering stored ``box``, orient them, locate the box."""
+    sh, sw = info.stored_size
+    dh, dw = arr.shape[:2]
+    ry, rx = scaled_extent(sh, dh, n), scaled_extent(sw, dw, n)
+    t, l, h, w = box[0] * ry, box[1] * rx, box[2] * ry, box[3] * rx
+    y0, y1 = _enclose(t, h, dh)
+    x0, x1 = _enclose(l, w, dw)
+    region = orient(arr[y0:y1, x0:x1], info.orientation)
+    sub = box_to_upright((t - y0, l - x0, h, w), info.orientation, region.shape[:2])
+    return region, sub
+
+
+def _enclose(start: float, length: float, limit: int) -> tuple[int, int]:
+    # The 1e-9 slack keeps float noise (e.g. 300 * (1/8) * 8) from adding a pixel.
+    first = min(max(math.floor(start + 1e-9), 0), limit - 1)
+    stop = min(max(math.ceil(start + length - 1e-9), first + 1), limit)
+    return first, stop
 
 
 def _check_pixels(info: ImageInfo, max_pixels: int | None, label: str) -> None:
@@ -146,26 +197,20 @@ def _pair(value: Any, what: str) -> tuple[int, int]:
     return int(value[0]), int(value[1])
 
 
-def _stored_box(crop: Any, info: ImageInfo, label: str) -> tuple[int, int, int, int]:
-    """The crop (or the whole image) as a box in the stored frame."""
-    sh, sw = info.stored_size
-    if crop is None:
-        return (0, 0, sh, sw)
+def _check_int_box(crop: Any) -> None:
     if len(crop) != 4 or not all(isinstance(v, numbers.Integral) for v in crop):
         raise ConfigError(f"crop must be (top, left, height, width) ints, got {crop!r}")
-    t, l, h, w = (int(v) for v in crop)
-    if t < 0 or l < 0 or h <= 0 or w <= 0 or t + h > info.height or l + w > info.width:
-        raise ConfigError(f"{label}: crop {crop!r} does not lie inside the {info.width}x{info.height} (WxH) image")
-    return tuple(int(v) for v in box_to_stored((t, l, h, w), info.orientation, (sh, sw)))  # type: ignore[return-value]
 
 
-def _cut(arr: np.ndarray, box: tuple[int, int, int, int], stored: tuple[int, int], n: int) -> np.ndarray:
-    """Slice the stored-frame ``box`` out of pixels decoded at 1/n."""
+def _stored_box(box: Any, info: ImageInfo, label: str) -> tuple[float, float, float, float]:
+    """The upright box (or the whole image) as a box in the stored frame."""
+    sh, sw = info.stored_size
+    if box is None:
+        return (0, 0, sh, sw)
+    if len(box) != 4 or not all(isinstance(v, numbers.Real) for v in box):
+        raise ConfigError(f"crop box must be (top, left, height, width) numbers, got {box!r}")
     t, l, h, w = box
-    sh, sw = stored
-    dh, dw = arr.shape[:2]
-    if (t, l, h, w) == (0, 0, sh, sw):
-        return arr
-    y0, y1 = scaled_span(t, h, scaled_extent(sh, dh, n), dh)
-    x0, x1 = scaled_span(l, w, scaled_extent(sw, dw, n), dw)
-    return arr[y0:y1, x0:x1]
+    eps = 1e-6
+    if t < -eps or l < -eps or h <= 0 or w <= 0 or t + h > info.height + eps or l + w > info.width + eps:
+        raise ConfigError(f"{label}: crop {tuple(box)!r} does not lie inside the {info.width}x{info.height} (WxH) image")
+    return box_to_stored((t, l, h, w), info.orientation, (sh, sw))

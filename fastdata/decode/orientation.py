@@ -69,3 +69,19 @@ def box_to_stored(box: Box, orientation: int, stored_size: tuple[int, int]) -> B
         rows = (l, w) if orientation in (5, 8) else (sh - l - w, w)
         cols = (t, h) if orientation in (5, 6) else (sw - t - h, h)
     return (rows[0], cols[0], rows[1], cols[1])
+
+
+# The inverse of each orientation's transform: rotations 6 and 8 undo each
+# other, every other one is its own inverse.
+_INVERSE = {1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 8, 7: 7, 8: 6}
+
+
+def box_to_upright(box: Box, orientation: int, upright_size: tuple[int, int]) -> Box:
+    """Map a stored-frame box to the upright frame (inverse of :func:`box_to_stored`).
+
+    Args:
+        box: ``(top, left, height, width)`` in the stored frame.
+        orientation: EXIF orientation 1-8.
+        upright_size: ``(H, W)`` of the upright image.
+    """
+    return box_to_stored(box, _INVERSE.get(orientation, 1), upright_size)

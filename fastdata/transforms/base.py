@@ -3,14 +3,29 @@ returning HWC numpy or CHW torch uint8."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-from ..decode import EncodedImage, ImageInfo, decode_view, read_info
+from ..decode import EncodedImage, ImageInfo, decode_region, decode_view, read_info
 from ..decode.pillow_image import to_rgb_array
 
 OUTPUTS = ("numpy", "tensor")
+
+DCT_MARGIN = 1.5
+"""Decode-aware transforms ask the JPEG decoder for at least this many times
+the output size before resizing. A DCT-scaled decode is sharper than Pillow's
+bilinear (torchvision's antialias) filter, and a final resize by less than
+~1.5x does not blur it to match: on the largest hymenoptera photos, random
+crops decoded at >= 1x the output differed from Pillow's full-size result by
+1.5 grey levels on average (p90 3.6), at >= 1.5x by 1.0 (p90 2.1, as without
+DCT scaling), for 10 % more time; still 1.4x faster than a full-size decode."""
+
+
+def dct_min_size(size: tuple[int, int]) -> tuple[int, int]:
+    """The ``min_size`` a decode-aware transform requests for output ``size``."""
+    return math.ceil(size[0] * DCT_MARGIN), math.ceil(size[1] * DCT_MARGIN)
 
 
 class Source:
@@ -44,27 +59,34 @@ class Source:
             )
         self.height, self.width = self.array.shape[:2]
 
-    def region(self, box: tuple[int, int, int, int], min_size: tuple[int, int] | None = None) -> np.ndarray:
-        """Pixels of upright ``box = (top, left, height, width)``, maybe a view.
+    def region(
+        self, box: tuple[float, float, float, float], min_size: tuple[int, int] | None = None
+    ) -> tuple[np.ndarray, tuple[float, float, float, float]]:
+        """Pixels covering upright ``box = (top, left, height, width)`` (edges may
+        be fractional), and the box located in them as floats.
 
-        Encoded JPEGs are decoded at the smallest DCT scale keeping the region
-        at least ``min_size``; the result is then smaller than ``box``.
+        Encoded JPEGs are decoded at the smallest DCT scale keeping the box at
+        least ``min_size``, so the pixels may be smaller than ``box``.
         """
         if self.encoded is None:
             t, l, h, w = box
-            return self.array[t : t + h, l : l + w]  # type: ignore[index]
-        whole = box == (0, 0, self.height, self.width)
-        return decode_view(
+            y0, x0 = math.floor(t + 1e-9), math.floor(l + 1e-9)
+            y1, x1 = math.ceil(t + h - 1e-9), math.ceil(l + w - 1e-9)
+            return self.array[y0:y1, x0:x1], (t - y0, l - x0, h, w)  # type: ignore[index]
+        whole = tuple(box) == (0, 0, self.height, self.width)
+        return decode_region(
             self.encoded.data,
+            None if whole else box,
             backend=self.backend,
             min_size=min_size,
-            crop=None if whole else box,
             name=self.encoded.name or None,
             info=self.info,
         )
 
     def full(self) -> np.ndarray:
-        return self.region((0, 0, self.height, self.width))
+        if self.encoded is None:
+            return self.array  # type: ignore[return-value]
+        return decode_view(self.encoded.data, backend=self.backend, name=self.encoded.name or None, info=self.info)
 
 
 def to_output(arr: np.ndarray, output: str) -> Any:

@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 from .. import rng
-from .base import Source, Transform, as_size, check_output
-from .resize import resize
+from .base import Source, Transform, as_size, check_output, dct_min_size
+from .resize import resize, snap
 
 Box = tuple[int, int, int, int]  # (top, left, height, width)
 
@@ -58,8 +58,10 @@ class RandomResizedCrop(Transform):
     sampling; antialiased resize).
 
     On :class:`~fastdata.decode.EncodedImage` input the box is sampled from
-    the header's size, and only that region is decoded, at the smallest DCT
-    scale (1/8, 1/4, 1/2, 1) that keeps it at least ``size``.
+    the header's size, and only that region is kept, decoded at the smallest
+    DCT scale (1/8, 1/4, 1/2, 1) that keeps it at least 1.5 x ``size``
+    (``base.DCT_MARGIN``). Its edges are then snapped to whole decoded pixels
+    (a shift under one decoded pixel: just another random box).
 
     Args:
         size: output ``(height, width)``, or an int for a square.
@@ -100,8 +102,10 @@ class RandomResizedCrop(Transform):
         return sample_resized_crop(height, width, self.scale, self.ratio, self.generator or rng.generator())
 
     def apply(self, src: Source) -> np.ndarray:
-        box = self.get_params(src.height, src.width)
-        return resize(src.region(box, min_size=self.size), self.size)
+        pixels, sub = src.region(self.get_params(src.height, src.width), min_size=dct_min_size(self.size))
+        # At a DCT scale the box edges fall between decoded pixels; snapping them
+        # (< 1 decoded pixel) keeps the fast resize and is just another random box.
+        return resize(pixels, self.size, box=snap(sub, pixels.shape[:2]))
 
     def __repr__(self) -> str:
         return f"RandomResizedCrop(size={self.size}, scale={self.scale}, ratio={tuple(round(r, 4) for r in self.ratio)})"
@@ -143,7 +147,8 @@ class CenterCrop(Transform):
     def apply(self, src: Source) -> np.ndarray:
         ch, cw = self.size
         if ch <= src.height and cw <= src.width:
-            return src.region(center_crop_box(src.height, src.width, self.size))
+            pixels, _ = src.region(center_crop_box(src.height, src.width, self.size))
+            return pixels
         return center_crop_padded(src.full(), self.size)
 
     def __repr__(self) -> str:

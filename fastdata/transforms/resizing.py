@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from .base import Source, Transform, as_size, check_output
+from .base import Source, Transform, as_size, check_output, dct_min_size
 from .crop import center_crop_box, center_crop_padded
 from .resize import resize
 
@@ -26,7 +24,7 @@ class Resize(Transform):
     """Resize so the shorter side is ``size`` (int) or to ``(height, width)``.
 
     Encoded JPEGs are decoded at the smallest DCT scale that stays at least
-    the output size, then resized (antialiased). Args: ``output`` and
+    1.5 x the output size (``base.DCT_MARGIN``), then resized (antialiased). Args: ``output`` and
     ``backend`` as in :class:`RandomResizedCrop`.
     """
 
@@ -40,7 +38,8 @@ class Resize(Transform):
 
     def apply(self, src: Source) -> np.ndarray:
         out = resized_size(src.height, src.width, self.size)
-        return resize(src.region((0, 0, src.height, src.width), min_size=out), out)
+        pixels, sub = src.region((0, 0, src.height, src.width), min_size=dct_min_size(out))
+        return resize(pixels, out, box=sub)
 
     def __repr__(self) -> str:
         return f"Resize(size={self.size})"
@@ -52,9 +51,10 @@ class ResizedCenterCrop(Transform):
     the cheapest DCT scale) and resized. ``Compose`` builds this on its own
     from an adjacent ``Resize(int)`` and ``CenterCrop``.
 
-    Matches the two-step result up to resampling (the source box is rounded
-    to whole pixels); falls back to the two steps when the crop is larger
-    than the resized image (zero padding).
+    The crop's source box has fractional edges; it is resampled exactly
+    (Pillow ``BILINEAR`` with a sub-pixel box, what torchvision's two steps
+    compute, without resizing the rest of the image). Falls back to the two
+    steps when the crop is larger than the resized image (zero padding).
     """
 
     decode_aware = True
@@ -79,14 +79,9 @@ class ResizedCenterCrop(Transform):
             return center_crop_padded(self.resize.apply(src), self.crop_size)
         top, left, _, _ = center_crop_box(h2, w2, self.crop_size)
         sy, sx = src.height / h2, src.width / w2
-        y0, y1 = _edge(top * sy), _edge((top + ch) * sy)
-        x0, x1 = _edge(left * sx), _edge((left + cw) * sx)
-        y1, x1 = min(max(y1, y0 + 1), src.height), min(max(x1, x0 + 1), src.width)
-        return resize(src.region((y0, x0, y1 - y0, x1 - x0), min_size=self.crop_size), self.crop_size)
+        box = (top * sy, left * sx, ch * sy, cw * sx)
+        pixels, sub = src.region(box, min_size=dct_min_size(self.crop_size))
+        return resize(pixels, self.crop_size, box=sub)
 
     def __repr__(self) -> str:
         return f"ResizedCenterCrop(resize_size={self.resize.size}, crop_size={self.crop_size})"
-
-
-def _edge(x: float) -> int:
-    return math.floor(x + 0.5)
