@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
 import shutil
 
@@ -205,6 +206,27 @@ def test_pickles_as_a_path(tmp_path):
     assert len(blob) < 500 and b"lmdb.Environment" not in blob
     clone = pickle.loads(blob)
     assert list(clone) == list(r) and clone.verify is True
+
+
+def _report_handles(reader, queue):
+    before = reader._env  # inherited from the parent by fork()
+    value = reader[2]
+    queue.put((before is not None, reader._env is not before, lmdb_env._HANDLES.pid == os.getpid(), value))
+
+
+def test_a_forked_child_opens_its_own_handle(tmp_path):
+    _write(tmp_path / "db", _items(10))
+    r = Reader(tmp_path / "db")
+    expected = r[2]  # opened in the parent
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_report_handles, args=(r, queue))  # fork: args are inherited, not pickled
+    child.start()
+    inherited, replaced, registry_is_childs, value = queue.get(timeout=60)
+    child.join(60)
+    assert child.exitcode == 0
+    assert inherited and replaced and registry_is_childs and value == expected
+    assert r[2] == expected
 
 
 class _Pairs(torch.utils.data.Dataset):
