@@ -77,6 +77,7 @@ def test_writer_index_equals_tfrecord2idx_and_build_index(tmp_path):
     assert Path(built).read_bytes() == (tmp_path / "ref.idx").read_bytes()
     offsets, sizes = tfr.read_index(ours)
     assert list(offsets[:2]) == [0, len(payload(0)) + 16]
+    assert sizes.sum() == path.stat().st_size
 
 
 def test_index_given_default_and_scan_agree(tmp_path):

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import requires_dali
+
 from fastdata.errors import FormatError
 from fastdata.formats import registry
 from fastdata.formats import tfrecord as tfr

@@ -19,7 +19,16 @@ from .example_parse import is_sequence_example, parse_example, parse_sequence_ex
 from .framing import frame, masked_crc
 from .index import build_index, default_index_path, read_index
 from .reader import Reader
-from .shards import IMAGE_KEY, LABEL_BASE, LABEL_KEY, TFRecordShard, encode_sample, image_format, open_shard, write_shard
+from .shards import (
+    IMAGE_KEY,
+    LABEL_BASE,
+    LABEL_KEY,
+    TFRecordShard,
+    encode_sample,
+    image_format,
+    open_shard,
+    write_shard,
+)
 from .writer import Writer, decompress
 
 FORMAT = FormatSpec(

@@ -69,7 +69,7 @@ def open_stream(path: str | os.PathLike[str], kind: str) -> BinaryIO:
     """A readable binary stream of the decompressed contents of ``path``."""
     if kind == "gzip":
         return gzip.open(path, "rb")
-    raw = open(path, "rb")
+    raw = open(path, "rb")  # noqa: SIM115 -- the caller closes the returned stream
     if kind == "zlib":
         return io.BufferedReader(_ZlibReader(raw), buffer_size=1 << 16)
     return raw

@@ -6,14 +6,26 @@ import mmap
 import os
 import struct
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import crc32c
 import numpy as np
 
 from ...errors import ConfigError, FormatError
 from . import compression as _compression
-from .framing import HEADER, MASK_DELTA, OVERHEAD, check_header, data_crc_error, iter_stream, scan
+from .framing import (
+    HEADER,
+    MASK_DELTA,
+    OVERHEAD,
+    check_header,
+    data_crc_error,
+    iter_stream,
+    scan,
+)
 from .index import check_index, default_index_path, read_index
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 _unpack_header = struct.Struct("<QI").unpack_from
 _unpack_u32 = struct.Struct("<I").unpack_from
@@ -133,7 +145,7 @@ class Reader:
         self._mm = None
         self._pid = None
 
-    def __enter__(self) -> Reader:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -19,7 +19,15 @@ from ...errors import FormatError
 from .._atomic import commit, partial_path, remove, sha256_file
 from ..sample import Label, Sample, ShardInfo
 from .example_encode import encode_example
-from .example_parse import BYTES, FLOAT, INT64, feature_value, find_features, int64_list, parse_example
+from .example_parse import (
+    BYTES,
+    FLOAT,
+    INT64,
+    feature_value,
+    find_features,
+    int64_list,
+    parse_example,
+)
 from .index import default_index_path
 from .reader import Reader
 from .writer import Writer

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .framing import OVERHEAD, frame
 from .index import default_index_path, write_index_file
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 
 class Writer:
@@ -29,7 +33,7 @@ class Writer:
         if index is True:
             index = default_index_path(self.path)
         self.index = os.fspath(index) if index else None
-        self._file = open(self.path, "wb")
+        self._file = open(self.path, "wb")  # noqa: SIM115 -- closed by close()/__exit__
         self._sizes: list[int] = []
         self.bytes_written = 0
 
@@ -61,7 +65,7 @@ class Writer:
             offsets = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64) if len(sizes) else sizes
             write_index_file(self.index, offsets, sizes)
 
-    def __enter__(self) -> Writer:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
