@@ -36,6 +36,7 @@ class Loader:
         self.dataset, self.seeding, self._seeder = dataset, seeding, seeder
         self._epoch, self._consumed, self._running = 0, 0, False
         self._token: object | None = None
+        self._active: Iterator[Any] | None = None
 
     @property
     def epoch(self) -> int:
@@ -74,7 +75,8 @@ class Loader:
         self.sampler.set_epoch(epoch)
         self.sampler.set_start(skip * self.batch_size)
         self._seeder.epoch = epoch  # read when this epoch's workers start
-        return self._count(iter(self.prefetcher if self.prefetcher is not None else self.dataloader), token)
+        self._active = self._count(iter(self.prefetcher if self.prefetcher is not None else self.dataloader), token)
+        return self._active
 
     def _count(self, batches: Iterator[Any], token: object) -> Iterator[Any]:
         for batch in batches:
@@ -117,8 +119,15 @@ class Loader:
         self._consumed = int(saved.batches)
 
     def close(self) -> None:
-        """End the current pass, release the prefetcher's stream and stop persistent workers."""
-        self._token, self._running = None, False
+        """End the current pass, release the prefetcher's stream and stop persistent workers.
+
+        The position stays (``state_dict()`` still says where the pass
+        stopped); iterating again starts the next epoch, as after any
+        abandoned pass.
+        """
+        if self._active is not None:
+            self._active.close()  # type: ignore[attr-defined]
+            self._active = None
         if self.prefetcher is not None:
             self.prefetcher.close()
         workers = getattr(self.dataloader, "_iterator", None)
@@ -176,7 +185,9 @@ def make_loader(
         pin_memory: ``"auto"`` = when CUDA is available and ``prefetch_to`` is not the CPU.
         persistent_workers: ``None`` = True when ``num_workers > 0``.
         prefetch_factor: batches each worker loads ahead (torch's default 2).
-        drop_last: ``None`` = True for training, False for evaluation.
+        drop_last: ``None`` = True for training, False for evaluation. In
+            evaluation ranks may get one batch more than others (every sample
+            is read exactly once): gather results after the loop, not per batch.
         prefetch_to: ``None`` (yield uint8 CPU batches), ``"cuda"``, a device, or
             ``"cpu"``: wrap in :class:`CUDAPrefetcher` with ``mean``, ``std``,
             ``scale`` (units: see there), ``dtype``.
@@ -217,4 +228,9 @@ def make_loader(
     if target is not None:
         prefetcher = CUDAPrefetcher(dataloader, device=target, mean=mean, std=std, scale=scale, dtype=dtype,
                                     memory_format=memory_format)
+    if len(dataloader) == 0:
+        raise ConfigError(
+            f"{len(dataset)} samples over {world_size} rank(s) give this rank {len(sampler)}, not one full "
+            f"batch of {batch_size}: pass drop_last=False or a smaller batch_size"
+        )
     return Loader(dataloader, sampler, seeder, prefetcher, dataset=dataset, seeding=seeding)

@@ -30,6 +30,11 @@ def _floats(name: str, values: Sequence[float] | None) -> tuple[float, ...] | No
     return out
 
 
+def _move(targets: Any, device: torch.device) -> Any:
+    # Targets that are not tensors (a detection dict, say) pass through as they are.
+    return targets.to(device, non_blocking=True) if isinstance(targets, torch.Tensor) else targets
+
+
 class CUDAPrefetcher:
     """Iterate ``loader``'s ``(uint8 images, targets)`` as normalised float batches on ``device``.
 
@@ -37,7 +42,7 @@ class CUDAPrefetcher:
     with ``(x / scale - mean) / std`` per channel (x = uint8 pixel value),
     computed in float32 as ``(x - mean*scale) * (1 / (std*scale))`` and then
     cast, so the CPU and GPU give bit-identical results; ``targets`` unchanged
-    except moved to ``device``.
+    except moved to ``device`` (when a tensor).
 
     Units of ``mean``/``std``: with the default ``scale=255.0`` they are in
     0-1 units (torchvision's ``(0.485, 0.456, 0.406)``/``(0.229, 0.224, 0.225)``);
@@ -182,7 +187,7 @@ class CUDAPrefetcher:
     def _cpu_pass(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         for batch in self.loader:
             images, targets = self._split(batch)
-            yield self._convert(images), targets.to(self.device)
+            yield self._convert(images), _move(targets, self.device)
 
     def _cuda_pass(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:  # pragma: no cover - needs CUDA
         if self._stream is None:
@@ -196,7 +201,7 @@ class CUDAPrefetcher:
             except StopIteration:
                 return None
             with torch.cuda.stream(stream):
-                return self._convert(images), targets.to(self.device, non_blocking=True)
+                return self._convert(images), _move(targets, self.device)
 
         ahead = preload()
         while ahead is not None:
@@ -206,6 +211,7 @@ class CUDAPrefetcher:
             # Made on the side stream, used on the consumer's: without this the
             # allocator could hand their memory to the next copy too early.
             images.record_stream(consumer)
-            targets.record_stream(consumer)
+            if isinstance(targets, torch.Tensor):
+                targets.record_stream(consumer)
             ahead = preload()
             yield images, targets

@@ -179,3 +179,34 @@ def test_spawn_workers_give_the_same_batches():
         expected = _epochs(plain, 1)
     with make_loader(IndexImages(N, kind="tensor"), 4, seed=2, num_workers=2, multiprocessing_context="spawn") as spawned:
         assert _same(_epochs(spawned, 1)[0], expected[0], global_rows=False)
+
+
+def test_no_full_batch_is_refused_and_close_ends_the_pass():
+    with pytest.raises(ConfigError, match="drop_last=False"):
+        make_loader(IndexImages(5), 4, num_workers=0, distributed=(0, 2))
+    loader = make_loader(IndexImages(N), 4, num_workers=1, multiprocessing_context="fork")
+    it = iter(loader)
+    next(it)
+    loader.close()
+    with pytest.raises(StopIteration):
+        next(it)
+    assert loader.dataloader._iterator is None  # persistent workers stopped
+    assert (loader.state_dict()["epoch"], loader.state_dict()["batches"]) == (0, 1)
+    assert len(list(loader)) == N // 4  # the loader still works afterwards, with the next epoch
+    assert loader.epoch == 2
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("workers", [0, 2])
+def test_prefetch_to_cuda_equals_the_cpu_path(workers):
+    settings = {"seed": 4, "mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225), "num_workers": workers,
+                    "memory_format": torch.channels_last, "multiprocessing_context": "fork"}
+    with make_loader(IndexImages(N), 4, prefetch_to="cpu", **settings) as on_cpu:
+        expected = _epochs(on_cpu, 2)
+    with make_loader(IndexImages(N), 4, prefetch_to="cuda", **settings) as on_gpu:
+        assert on_gpu.dataloader.pin_memory
+        got = [[(x.cpu(), y.cpu()) for x, y in on_gpu] for _ in range(2)]
+        assert all(x.is_contiguous(memory_format=torch.channels_last) for x, _ in got[0])
+    for e in range(2):
+        assert _same(got[e], expected[e], global_rows=workers == 0)
