@@ -20,7 +20,7 @@ class Variant:
         group: rows in one group are compared against the group's baseline.
         run: called once per round; iterates the pipeline for one pass and
             returns the number of items it processed (images, records, ...).
-        baseline: the name of the row this one's ratio is taken against.
+        baseline: the name of the row (in the same group) this one's ratio is taken against.
         unit: what ``run`` counts ("img", "rec").
         note: shown in the table (e.g. "PIL stand-in: torchvision not installed").
         bytes_per_item: for MB/s columns, when meaningful.
@@ -67,13 +67,13 @@ def run_interleaved(
     start-up, lazy imports). A variant that raises is reported with its error
     and left out of later rounds; the others go on.
     """
-    results = {v.name: Result(v.name, v.group, v.unit, [], 0.0, v.baseline, v.note, v.bytes_per_item) for v in variants}
+    results = {(v.group, v.name): Result(v.name, v.group, v.unit, [], 0.0, v.baseline, v.note, v.bytes_per_item) for v in variants}
     total = (warmup + rounds) * len(variants)
     step = 0
     for rnd in range(warmup + rounds):
         for v in variants:
             step += 1
-            res = results[v.name]
+            res = results[(v.group, v.name)]
             if res.error:
                 continue
             if progress:
@@ -113,15 +113,15 @@ class _RssSampler(threading.Thread):
         super().__init__(daemon=True)
         self.interval = interval
         self.peak = 0.0
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def run(self) -> None:
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             self.peak = max(self.peak, tree_rss_mb(os.getpid()))
-            self._stop.wait(self.interval)
+            self._halt.wait(self.interval)
 
     def stop(self) -> float:
-        self._stop.set()
+        self._halt.set()
         self.join()
         return max(self.peak, tree_rss_mb(os.getpid()))
 

@@ -1,0 +1,98 @@
+"""``fastdata bench [SRC]``: convert once into each format, then time every pipeline in one run."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..formats import MANIFEST_NAME, Manifest
+from . import report, suite
+from .default_data import cache_dir, default_dataset
+from .harness import run_interleaved
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="fastdata bench",
+        description="Time fastdata against the plain torchvision/PIL pipeline (and DALI when installed), "
+        "interleaved in one run. With no SRC it generates a default set of photo-like JPEGs.",
+    )
+    p.add_argument("src", nargs="?", help="an ImageFolder tree (SRC/<class>/<image>) or a converted directory")
+    p.add_argument("--out", default="bench-results", help="where results.json/.txt/.png go (default: %(default)s)")
+    p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1), help="DataLoader workers / DALI threads")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--rounds", type=int, default=3, help="timed rounds per variant (after warm-up)")
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--groups", default="train,eval,read,convert", help="comma list of train,eval,read,convert")
+    p.add_argument("--formats", default=",".join(suite.FORMATS))
+    p.add_argument("--no-dali", action="store_true", help="leave DALI out even when installed")
+    p.add_argument("--images", type=int, default=240, help="size of the generated default set")
+    p.add_argument("--quick", action="store_true", help="smoke run: tiny set, one round, no warm-up (seconds, not figures)")
+    p.add_argument("--quiet", action="store_true")
+    return p
+
+
+def main(argv: Sequence[str] | None = None, *, convert: suite.Convert | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.quick:
+        args.images, args.rounds, args.warmup, args.batch_size = min(args.images, 16), 1, 0, 8
+    say = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    src, shards = _source(args, convert, say)
+    groups = tuple(g for g in args.groups.split(",") if g)
+    if src is None:
+        groups = tuple(g for g in groups if g in ("read",)) or ("read",)
+        say("bench: SRC is a converted directory: only raw reads are timed (baselines need the image folder)")
+    scratch = cache_dir() / "scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+    settings = suite.Settings(src=src or "", shards=shards, workers=args.workers, batch_size=args.batch_size,
+                              dali=not args.no_dali, groups=groups, convert=convert, scratch=str(scratch))
+    variants = suite.build(settings)
+    results = run_interleaved(variants, rounds=args.rounds, warmup=args.warmup, progress=say)
+    meta = {"src": src, "shards": shards, "workers": args.workers, "batch_size": args.batch_size,
+            "rounds": args.rounds, "warmup": args.warmup, "quick": args.quick}
+    paths = report.write_all(results, meta, args.out)
+    print(report.table(results))
+    print("\n" + "\n".join(report.headline(results)))
+    print(f"\nwrote {', '.join(str(p) for p in paths.values())}")
+    return 0
+
+
+def _source(args, convert, say) -> tuple[str | None, dict[str, str]]:
+    if args.src and (Path(args.src) / MANIFEST_NAME).exists():
+        m = Manifest.read(args.src)
+        return None, {m.format: args.src}
+    if args.src:
+        src = Path(args.src)
+        if not src.is_dir():
+            raise ConfigError(f"{src}: not a directory; pass an ImageFolder tree or a converted dataset directory")
+    else:
+        say(f"bench: generating the default set ({args.images} photo-like JPEGs) in {cache_dir()}")
+        src = default_dataset(args.images)
+    formats = [f for f in args.formats.split(",") if f]
+    if convert is None:
+        say("bench: no converter given: shards are not built, only folder pipelines are timed")
+        return str(src), {}
+    key = _fingerprint(src)
+    shards = {}
+    for fmt in formats:
+        out = cache_dir() / "shards" / key / fmt
+        if not (out / MANIFEST_NAME).exists():
+            say(f"bench: converting {src} to {fmt} (cached in {out})")
+            convert(str(src), str(out), fmt, args.workers)
+        shards[fmt] = str(out)
+    return str(src), shards
+
+
+def _fingerprint(root: Path) -> str:
+    """Names, sizes and mtimes of the folder's files: a changed folder gets fresh shards."""
+    h = hashlib.sha256(str(root.resolve()).encode())
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            st = p.stat()
+            h.update(f"{p.relative_to(root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]

@@ -1,0 +1,215 @@
+"""The variants ``fastdata bench`` times: baselines, fastdata, DALI; train, eval, raw reads, conversion."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..formats import Manifest, Sample, registry
+from ..formats.dataset_writer import write_dataset
+from . import baselines
+from .harness import Variant
+
+FORMATS = ("recordio", "tfrecord", "lmdb")
+Convert = Callable[[str, str, str, int], None]  # (src, out, format, workers)
+
+
+@dataclasses.dataclass
+class Settings:
+    src: str
+    shards: dict[str, str]  # format -> converted directory
+    workers: int = 2
+    batch_size: int = 32
+    seed: int = 0
+    dali: bool = True
+    groups: tuple[str, ...] = ("train", "eval", "read", "convert")
+    convert: Convert | None = None
+    scratch: str = ""
+
+
+def drain(loader) -> int:
+    n = 0
+    for images, _ in loader:
+        n += len(images)
+    return n
+
+
+def build(s: Settings) -> list[Variant]:
+    out: list[Variant] = []
+    if "train" in s.groups:
+        out += _pipelines(s, train=True)
+    if "eval" in s.groups:
+        out += _pipelines(s, train=False)
+    if "read" in s.groups:
+        out += _raw_reads(s)
+    if "convert" in s.groups and s.convert is not None:
+        out += _conversions(s)
+    return out
+
+
+def _pipelines(s: Settings, *, train: bool) -> list[Variant]:
+    from .. import ImageFolder, make_loader, open_dataset
+    from ..loading import fast_collate
+    from ..transforms import Compose, RandomHorizontalFlip, RandomResizedCrop, ResizedCenterCrop
+
+    group = "train" if train else "eval"
+    tv = baselines.has_torchvision()
+    note = "" if tv else "PIL stand-in (torchvision not installed)"
+    base = f"{'apex' if train else 'torchvision'} recipe: ImageFolder+PIL, uint8 collate"
+    pil = baselines.train_transforms if train else baselines.eval_transforms
+
+    def torch_loader(ds, collate):
+        return lambda: drain(torch.utils.data.DataLoader(
+            ds, batch_size=s.batch_size, shuffle=train, num_workers=s.workers, collate_fn=collate, drop_last=False))
+
+    def fast(ds):
+        return lambda: drain(make_loader(ds, s.batch_size, train=train, num_workers=s.workers, seed=s.seed, distributed=False))
+
+    def aware():
+        return Compose([RandomResizedCrop(224), RandomHorizontalFlip()]) if train else ResizedCenterCrop(256, 224)
+
+    rows = [
+        Variant(base, group, torch_loader(baselines.folder_dataset(s.src, pil(False)), fast_collate), note=note),
+        Variant("pytorch/examples recipe: + ToTensor+Normalize", group,
+                torch_loader(baselines.folder_dataset(s.src, pil(True)), None), baseline=base, note=note),
+        Variant("fastdata ImageFolder, same PIL transforms", group, fast(ImageFolder(s.src, transform=pil(False))), baseline=base),
+        Variant("fastdata ImageFolder, decode-aware", group, fast(ImageFolder(s.src, transform=aware())), baseline=base),
+    ]
+    for fmt, path in s.shards.items():
+        rows.append(Variant(f"fastdata {fmt}, same PIL transforms", group, fast(open_dataset(path, transform=pil(False))), baseline=base))
+        rows.append(Variant(f"fastdata {fmt}, decode-aware", group, fast(open_dataset(path, transform=aware())), baseline=base))
+    if s.dali and _has_dali():
+        from ..dali import DALILoader
+
+        for fmt, path in s.shards.items():
+            def run(path=path):
+                return drain(DALILoader(path, s.batch_size, train=train, device="cpu", device_id=None,
+                                        num_threads=s.workers, seed=s.seed))
+            rows.append(Variant(f"DALI CPU {fmt}", group, run, baseline=base))
+    return rows
+
+
+def _has_dali() -> bool:
+    try:
+        import nvidia.dali  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _readers(path: str):
+    m = Manifest.read(path)
+    spec = registry.get(m.format)
+    opts = {"label_base": m.label_base} if m.format == "tfrecord" else {}
+    return [spec.open_shard(os.path.join(path, sh.file), **opts) for sh in m.shards]
+
+
+def _read_pass(path: str, *, random: bool, seed: int) -> Callable[[], int]:
+    readers = _readers(path)
+    pairs = np.array([(r, i) for r, reader in enumerate(readers) for i in range(len(reader))], dtype=np.int64)
+    if random:
+        pairs = pairs[np.random.default_rng(seed).permutation(len(pairs))]
+    pairs_list = pairs.tolist()
+
+    def run() -> int:
+        for r, i in pairs_list:
+            readers[r].sample(i)
+        return len(pairs_list)
+
+    return run
+
+
+def small_records(scratch: str, n: int = 10_000, size: int = 200) -> dict[str, str]:
+    """~10k small records per format, the per-core raw-read benchmark's data."""
+    rng = np.random.default_rng(0)
+    samples = [Sample(image=b"\xff\xd8\xff\xe0" + rng.bytes(size), label=int(i % 10), id=i) for i in range(n)]
+    out = {}
+    for fmt in FORMATS:
+        d = os.path.join(scratch, f"small-{fmt}")
+        if not os.path.exists(os.path.join(d, "manifest.json")):
+            write_dataset(d, fmt, samples, [str(c) for c in range(10)], shard_bytes=1 << 40, overwrite=True)
+        out[fmt] = d
+    return out
+
+
+def _raw_reads(s: Settings) -> list[Variant]:
+    rows = []
+    small = small_records(s.scratch)
+    tf_base = "tfrecord package reader, sequential (small)"
+    rows.append(Variant(tf_base, "read", _tfrecord_package_pass(small["tfrecord"]), unit="rec"))
+    for fmt in FORMATS:
+        for random in (True, False):
+            kind = "random" if random else "sequential"
+            rows.append(Variant(f"fastdata {fmt} {kind} (10k x 200 B)", "read", _read_pass(small[fmt], random=random, seed=s.seed),
+                                unit="rec", baseline=tf_base, note="one core"))
+    for fmt, path in s.shards.items():
+        m = Manifest.read(path)
+        per = sum(sh.bytes for sh in m.shards) / max(1, m.num_samples)
+        rows.append(Variant(f"fastdata {fmt} random (dataset images)", "read", _read_pass(path, random=True, seed=s.seed),
+                            unit="rec", bytes_per_item=per, note="one core"))
+    return rows
+
+
+def _tfrecord_package_pass(path: str) -> Callable[[], int]:
+    m = Manifest.read(path)
+    shard = m.shards[0]
+
+    def run() -> int:
+        from tfrecord.reader import tfrecord_loader
+
+        n = 0
+        for _ in tfrecord_loader(os.path.join(path, shard.file), os.path.join(path, shard.index),
+                                 {"image/encoded": "byte", "image/class/label": "int"}):
+            n += 1
+        return n
+
+    try:
+        import tfrecord  # noqa: F401
+    except ImportError:
+        def missing() -> int:
+            raise RuntimeError("the tfrecord package is not installed (pip install tfrecord)")
+        return missing
+    return run
+
+
+def _conversions(s: Settings) -> list[Variant]:
+    from ..formats import recordio
+
+    files = sorted(str(p) for p in Path(s.src).rglob("*") if p.is_file() and p.suffix.lower() in (".jpg", ".jpeg"))
+    scratch = Path(s.scratch) / "convert"
+    base = "plain Python im2rec --pass-through loop"
+
+    def plain() -> int:
+        out = scratch / "plain"
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        with recordio.Writer(str(out / "data.rec"), str(out / "data.idx")) as w:
+            for i, f in enumerate(files):
+                with open(f, "rb") as fh:
+                    w.write(recordio.pack(recordio.IRHeader(0, 0.0, i, 0), fh.read()), key=i)
+        return len(files)
+
+    def conv(fmt: str, workers: int) -> Callable[[], int]:
+        def run() -> int:
+            out = scratch / f"{fmt}-{workers}"
+            shutil.rmtree(out, ignore_errors=True)
+            s.convert(s.src, str(out), fmt, workers)
+            return Manifest.read(out).num_samples
+        return run
+
+    rows = [Variant(base, "convert", plain, note="JPEGs only, one process")]
+    for fmt in FORMATS:
+        rows.append(Variant(f"fastdata convert {fmt}, {s.workers} workers", "convert", conv(fmt, s.workers), baseline=base))
+    rows.append(Variant("fastdata convert recordio, 1 worker", "convert", conv("recordio", 1), baseline=base))
+    return rows
+
+
+def scratch_dir() -> str:
+    return tempfile.mkdtemp(prefix="fastdata-bench-")
