@@ -118,5 +118,5 @@ class ShardedSampler(Sampler):
         chosen = self.indices()[start:].tolist()
         if self.keys:
             seed, epoch = self.seed, self.epoch
-            return iter([SampleKey(i, seed, epoch) for i in chosen])
+            return (SampleKey(i, seed, epoch) for i in chosen)  # lazily: a million keys cost ~0.5 s
         return iter(chosen)
