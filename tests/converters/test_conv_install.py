@@ -1,0 +1,74 @@
+"""``pip install .`` and ``pip install -e .`` both give a working ``fastdata`` command, and the
+converters ship as ``fastdata.converters`` (no top-level ``converters`` package)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+_SKIP = shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", "bench-results", ".venv*")
+
+
+def _run(cmd, cwd, timeout=120) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PIP_REQUIRE_VIRTUALENV")}
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    return subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("editable", [False, True], ids=["wheel", "editable"])
+def test_pip_install_gives_a_working_command(tmp_path, editable):
+    checkout = tmp_path / "checkout"
+    shutil.copytree(ROOT, checkout, ignore=_SKIP, symlinks=True)
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, system_site_packages=True, with_pip=False)  # pip comes from the system site
+    python = env_dir / "bin" / "python"
+    install = [python, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index", "-q"]
+    proc = _run([*install, *(["-e"] if editable else []), checkout], cwd=tmp_path, timeout=240)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    fastdata = env_dir / "bin" / "fastdata"
+    assert fastdata.exists()
+    proc = _run([fastdata, "--help"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    for command in ("convert", "inspect", "verify", "index", "merge", "bench"):
+        assert command in proc.stdout
+    proc = _run([fastdata, "convert", "--help"], cwd=tmp_path)
+    assert proc.returncode == 0 and "--val-fraction" in proc.stdout
+
+    where = _run([python, "-c", "import fastdata.converters.cli as c, sys; print(c.__file__); print(sys.prefix)"], cwd=tmp_path)
+    assert where.returncode == 0, where.stderr
+    module_file = Path(where.stdout.splitlines()[0]).resolve()
+    if editable:
+        assert module_file == (checkout / "converters" / "cli.py").resolve()
+    else:
+        assert str(module_file).startswith(str(env_dir.resolve()))
+        assert module_file.parent.name == "converters" and module_file.parent.parent.name == "fastdata"
+        site = module_file.parents[2]
+        assert not (site / "converters").exists(), "the wheel must not add a top-level 'converters' package"
+
+    # the installed command really converts (tiny folder, one format)
+    src = tmp_path / "src" / "cls"
+    src.mkdir(parents=True)
+    shutil.copy(ROOT.parent / "shared" / "data" / "vectors" / "images" / "cat" / "cat_00.jpg", src / "a.jpg")
+    proc = _run([fastdata, "convert", tmp_path / "src", tmp_path / "out", "--format", "recordio", "-q"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out" / "manifest.json").is_file()
+
+
+def test_module_entry_point_matches_pyproject():
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert config["project"]["scripts"]["fastdata"] == "fastdata.converters.cli:main"
+    from fastdata.converters import cli
+
+    assert callable(cli.main)
+    assert sys.modules["fastdata.converters"].__file__.endswith(os.path.join("converters", "__init__.py"))

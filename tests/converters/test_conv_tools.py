@@ -1,0 +1,148 @@
+"""``fastdata inspect``, ``verify`` and ``index`` on fastdata's output and on files other tools wrote."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from convkit import jpeg, manifest_json, run_cli
+
+from fastdata.formats import registry
+from fastdata.formats.dataset_writer import finish_dataset
+from fastdata.formats.sample import Sample
+
+
+@pytest.fixture(scope="module")
+def datasets(shared_data, tmp_path_factory):
+    """The vectors folder converted once per format."""
+    from fastdata.converters import cli
+
+    root = tmp_path_factory.mktemp("ds")
+    for fmt in ("recordio", "tfrecord", "lmdb"):
+        assert cli.main(["convert", str(shared_data / "vectors" / "images"), str(root / fmt), "--format", fmt, "--shards", "2", "-q"]) == 0
+    assert cli.main(["convert", str(shared_data / "vectors" / "images"), str(root / "split"), "--format", "lmdb", "--val-fraction", "0.3", "-q"]) == 0
+    return root
+
+
+def test_inspect_dataset_text_and_json(datasets, capsys):
+    code, out, _ = run_cli(capsys, "inspect", datasets / "recordio")
+    assert code == 0
+    assert "fastdata dataset, format recordio, 13 records in 2 shard(s), 3 classes" in out
+    assert "0=cat, 1=dog, 2=zebra_7" in out and "image_format=JPEG" in out
+    code, out, _ = run_cli(capsys, "inspect", datasets / "tfrecord", "--json", "--records", "3")
+    doc = json.loads(out)
+    assert doc["format"] == "tfrecord" and doc["records"] == 13 and doc["label_base"] == 1
+    assert len(doc["samples"]) == 3
+    for s in doc["samples"]:
+        assert 0 <= s["label"] < 3 and s["class"] == doc["classes"][s["label"]] and s["image_format"] == "JPEG"
+        assert s["width"] > 0 and s["height"] > 0
+    code, out, _ = run_cli(capsys, "inspect", datasets / "split", "--json")
+    doc = json.loads(out)
+    assert doc["kind"] == "splits" and set(doc["splits"]) == {"train", "val"}
+
+
+@pytest.mark.parametrize(
+    "rel, expect",
+    [
+        ("recordio/adaface_shuffled_idx/train.rec", ['recordio file, 8 records', 'key=4', 'flag=0', 'width=112']),
+        ("recordio/detection_label_vectors/train.idx", ['recordio file, 12 records', 'flag=9', 'label=[4.0, 5.0']),
+        ("vectors/train-00000-of-00002.tfrecord", ['tfrecord file', 'type=Example', '"image/class/label": [1]']),
+        ("vectors/train-gzip.tfrecord.gz", ['gzip-compressed, 13 records']),
+        ("tfrecord/pytorch_data/sequence_example.tfrecord", ['type=SequenceExample', 'feature_lists=']),
+        ("lmdb/caffe_raw_datum/test_lmdb", ['lmdb file, 8 records', 'key=00000000_c7.jpg', 'width=256']),
+        ("lmdb/png_values/gt.lmdb", ['lmdb file, 2 records', 'key=baboon', 'image_format=PNG']),
+    ],
+)
+def test_inspect_foreign_files(shared_data, capsys, rel, expect):
+    code, out, err = run_cli(capsys, "inspect", shared_data / rel)
+    assert code == 0, err
+    for text in expect:
+        assert text in out, (text, out)
+
+
+def test_inspect_errors(tmp_path, capsys):
+    code, _, err = run_cli(capsys, "inspect", tmp_path / "missing")
+    assert code == 2 and "no such file or directory" in err
+    (tmp_path / "x.bin").write_bytes(b"hello world, what is this")
+    code, _, err = run_cli(capsys, "inspect", tmp_path / "x.bin")
+    assert code == 2 and "not a RecordIO file" in err
+
+
+@pytest.mark.parametrize("fmt", ["recordio", "tfrecord", "lmdb"])
+def test_verify_clean_datasets(datasets, capsys, fmt):
+    code, out, _ = run_cli(capsys, "verify", datasets / fmt, "--decode")
+    assert code == 0 and "OK, 13 records in 2 shard(s) read and decoded" in out
+    assert "per class: cat 4, dog 5, zebra_7 4" in out
+
+
+@pytest.mark.parametrize(
+    "rel", ["recordio/adaface_shuffled_idx/train.rec", "vectors/multipart.rec", "vectors/train-gzip.tfrecord.gz",
+            "tfrecord/pytorch_data/example.tfrecord", "lmdb/caffe_raw_datum/test_lmdb", "vectors/im2rec_passthrough.rec"],
+)
+def test_verify_foreign_files(shared_data, capsys, rel):
+    code, out, err = run_cli(capsys, "verify", shared_data / rel, "--decode")
+    assert code == 0, out + err
+    assert "OK" in out
+
+
+def test_verify_finds_damage(datasets, tmp_path, capsys):
+    ds = tmp_path / "tf"
+    shutil.copytree(datasets / "tfrecord", ds)
+    m = manifest_json(ds)
+    shard = ds / m["shards"][1]["file"]
+    data = bytearray(shard.read_bytes())
+    data[100] ^= 0xFF  # inside the first record's data: its CRC no longer matches
+    shard.write_bytes(bytes(data))
+    code, out, _ = run_cli(capsys, "verify", ds)
+    assert code == 1
+    assert f"PROBLEM {shard}: sha256 differs" in out
+    assert "record 0" in out and "byte offset" in out and "CRC" in out
+    (ds / m["shards"][0]["file"]).unlink()
+    code, out, _ = run_cli(capsys, "verify", ds)
+    assert code == 1 and "shard listed in the manifest is missing" in out
+
+
+def test_verify_decode_catches_a_broken_image(shared_data, tmp_path, capsys):
+    out = tmp_path / "ds"
+    out.mkdir()
+    spec = registry.get("recordio")
+    broken = (shared_data / "corrupt" / "truncated_jpeg.jpg").read_bytes()
+    samples = [Sample(jpeg(0), 0, 0), Sample(broken, 1, 1), Sample(jpeg(2), 0, 2)]
+    info = spec.write_shard(out / "shard-00000.rec", samples)
+    finish_dataset(out, "recordio", [info], ["a", "b"])
+    assert run_cli(capsys, "verify", out)[0] == 0  # framing is fine...
+    code, text, _ = run_cli(capsys, "verify", out, "--decode")
+    assert code == 1 and "record 1: image does not decode" in text  # ...the image is not
+
+
+def test_verify_bad_label(tmp_path, capsys):
+    out = tmp_path / "ds"
+    out.mkdir()
+    info = registry.get("lmdb").write_shard(out / "shard-00000.lmdb", [Sample(jpeg(0), 5, 0)])
+    finish_dataset(out, "lmdb", [info], ["a", "b"])
+    code, text, _ = run_cli(capsys, "verify", out)
+    assert code == 1 and "label 5 is not a class index (0..1)" in text
+
+
+def test_index_matches_reference_tools(shared_data, tmp_path, capsys):
+    from tfrecord.tools.tfrecord2idx import create_index
+
+    for name in ("train-00000-of-00002.tfrecord", "im2rec_passthrough.rec", "sequential.rec", "train-gzip.tfrecord.gz"):
+        shutil.copy(shared_data / "vectors" / name, tmp_path / name)
+    shutil.copy(shared_data / "recordio" / "adaface_shuffled_idx" / "train.rec", tmp_path / "adaface.rec")
+    files = ["train-00000-of-00002.tfrecord", "im2rec_passthrough.rec", "sequential.rec", "adaface.rec", "train-gzip.tfrecord.gz"]
+    code, out, err = run_cli(capsys, "index", *[tmp_path / f for f in files])
+    assert code == 2 and "gzip-compressed" in err  # the one compressed file; the others are done
+    create_index(str(tmp_path / "train-00000-of-00002.tfrecord"), str(tmp_path / "ref.idx"))
+    assert (tmp_path / "train-00000-of-00002.tfrecord.idx").read_bytes() == (tmp_path / "ref.idx").read_bytes()
+
+    def lines(p):
+        return sorted(p.read_text().split("\n")[:-1])
+
+    assert lines(tmp_path / "adaface.idx") == lines(shared_data / "recordio" / "adaface_shuffled_idx" / "train.idx")
+    assert lines(tmp_path / "im2rec_passthrough.idx") == lines(shared_data / "vectors" / "im2rec_passthrough.idx")
+    assert [ln.split("\t")[0] for ln in lines(tmp_path / "sequential.idx")] == [str(i) for i in range(7)]
+    code, _, err = run_cli(capsys, "index", tmp_path / "adaface.rec")
+    assert code == 2 and "already exists; pass --force" in err
+    assert run_cli(capsys, "index", tmp_path / "adaface.rec", "--force")[0] == 0
