@@ -13,7 +13,9 @@ Each backend decodes the stored frame (no orientation, no crop) to RGB at
 1/n size. Truncation and other data-losing libjpeg warnings are errors; the
 few warnings that lose no pixels libjpeg cannot recover (junk between
 markers, a bad ICC or JFIF marker) raise :class:`RecoverableWarning`, and the
-caller then decodes with Pillow, which accepts such files.
+caller then decodes with Pillow, which accepts such files. Pillow itself
+ignores libjpeg's warnings and raises only on truncation, so ``"pil"`` is
+exactly as lenient as Pillow about corrupt scan data.
 """
 
 from __future__ import annotations
