@@ -1,0 +1,73 @@
+"""Persistent DataLoader workers do not accumulate memory over epochs: the
+number of live Python containers stays flat (less than one new object per
+sample read) and anonymous RSS stays within 2 % after the warm-up epoch
+(file-backed RSS of memory-mapped shards is page cache and is not counted)."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+import torch
+from dskit import CLASSES, FORMATS, samples
+
+from fastdata.datasets import RecordIOStream, TFRecordStream
+from fastdata.formats.dataset_writer import write_dataset
+
+EPOCHS = 5
+
+
+_calls = [0]
+
+
+def probe(_image) -> tuple[int, int, int] | None:
+    """(worker id, live gc-tracked objects, RssAnon in kB) of the worker running
+    it, on every 6th call (listing the objects is slow); None otherwise."""
+    _calls[0] += 1
+    if _calls[0] % 6:
+        return None
+    anon = -1
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                anon = int(line.split()[1])
+    return torch.utils.data.get_worker_info().id, len(gc.get_objects()), anon
+
+
+def _dataset(kind, root):
+    from dskit import open_kind
+
+    if kind == "recordio-stream":
+        return RecordIOStream(root, transform=probe, shuffle_buffer=8)
+    if kind == "tfrecord-stream":
+        return TFRecordStream(root, transform=probe, shuffle_buffer=8)
+    return open_kind(root, kind, transform=probe)
+
+
+@pytest.mark.parametrize("kind", [*FORMATS, "recordio-stream", "tfrecord-stream"])
+def test_persistent_workers_do_not_grow(tmp_path, kind):
+    write_dataset(tmp_path, kind.split("-")[0], samples(), CLASSES, shard_bytes=1500)
+    ds = _dataset(kind, tmp_path)
+    stream = hasattr(ds, "set_epoch")
+    loader = torch.utils.data.DataLoader(
+        ds,
+        batch_size=None,
+        shuffle=None if stream else True,
+        num_workers=2,
+        persistent_workers=True,
+        multiprocessing_context="fork",
+    )
+    per_epoch = []
+    for epoch in range(EPOCHS):
+        if stream:
+            ds.set_epoch(epoch)
+        last = {}
+        for seen, _ in loader:
+            if seen is not None:
+                last[seen[0]] = seen[1:]
+        per_epoch.append(last)
+    for worker in (0, 1):
+        objects = [epoch[worker][0] for epoch in per_epoch[1:]]
+        anon = [epoch[worker][1] for epoch in per_epoch[1:]]
+        assert max(objects) - objects[0] < 24, f"worker {worker} live objects per epoch: {objects}"
+        assert max(anon) <= anon[0] * 1.02, f"worker {worker} RssAnon (kB) per epoch: {anon}"
