@@ -14,7 +14,7 @@ import numpy as np
 import torch.utils.data
 
 from .. import rng
-from ..errors import FastDataError
+from ..errors import FastDataError, FormatError
 from .imaging import Transform, build_item, normalize_label
 from .policy import DATA_ERRORS, SkipCounter, check_policy
 from .shardset import ShardSet
@@ -101,13 +101,33 @@ def stack_targets(labels: Sequence[Any]) -> np.ndarray:
         return out
 
 
+def load_targets(path: str, expected: int) -> np.ndarray:
+    """A converter's targets file: a 1-D integer ``.npy`` of ``expected`` entries.
+
+    Raises:
+        FormatError: the file is missing, unreadable or of the wrong length.
+    """
+    try:
+        targets = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise FormatError(f"cannot read the targets file ({exc})", path=path, hint="re-run the conversion") from exc
+    if targets.ndim != 1 or targets.shape[0] != expected or targets.dtype.kind not in "iu":
+        raise FormatError(
+            f"holds {targets.dtype} {targets.shape} but the dataset has {expected} samples",
+            path=path,
+            hint="re-run the conversion",
+        )
+    return targets.astype(np.int64, copy=False)
+
+
 class ShardLabels:
     """``classes``, ``class_to_idx`` and ``targets`` of a dataset over a
     :class:`ShardSet` (``self.shards``); a mixin for map-style and streams.
 
-    ``targets`` is built on first access by reading every record's label once
-    (for RecordIO and TFRecord that reads every record); the array is then kept
-    and pickled with the dataset.
+    ``targets`` is built on first access: from the converter's targets file
+    when the manifest names one, else by reading every record's label once
+    (for RecordIO and TFRecord that reads every record). The array is then
+    kept and pickled with the dataset.
     """
 
     shards: ShardSet
@@ -135,7 +155,10 @@ class ShardLabels:
     def targets(self) -> np.ndarray:
         """Every sample's target, shape ``(N,)`` int64 (or ``(N, K)`` float32 vectors)."""
         if self._targets is None:
-            self._targets = stack_targets(list(self._labels()))
+            if self.shards.targets_file is not None:
+                self._targets = load_targets(self.shards.targets_file, len(self.shards))
+            else:
+                self._targets = stack_targets(list(self._labels()))
         return self._targets
 
     @targets.setter

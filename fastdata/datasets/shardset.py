@@ -26,6 +26,8 @@ class ShardSet:
         options: keyword arguments for the format's ``open_shard``.
         counts: records per shard when known (from a manifest); otherwise
             each shard is opened once here to count it.
+        targets_file: a ``.npy`` of every sample's target, when the
+            converter wrote one (see ``shards.TARGETS_EXTRA``).
     """
 
     def __init__(
@@ -34,8 +36,11 @@ class ShardSet:
         paths: Sequence[str | os.PathLike[str]],
         options: dict[str, Any] | None = None,
         counts: Sequence[int] | None = None,
+        *,
+        targets_file: str | None = None,
     ) -> None:
         self.format = format_name
+        self.targets_file = targets_file
         self.paths = [os.fspath(p) for p in paths]
         self.options = dict(options or {})
         self._readers: list[Any] | None = None
@@ -81,8 +86,24 @@ class ShardSet:
         return reader
 
     def read(self, shard: int, local: int) -> tuple[bytes, Any]:
-        """The stored ``(image_bytes, label)`` of record ``local`` of ``shard``."""
-        return self.reader(shard).sample(local)
+        """The stored ``(image_bytes, label)`` of record ``local`` of ``shard``.
+
+        Raises:
+            FormatError: a damaged record; the message names the shard and
+                the record number as well as the reader's offset or key.
+        """
+        try:
+            return self.reader(shard).sample(local)
+        except FormatError as exc:
+            if type(exc) is not FormatError or f"record {local}" in str(exc):
+                raise
+            raise FormatError(
+                f"record {local}: {exc.reason}",
+                path=exc.path or self.paths[shard],
+                offset=exc.offset,
+                key=exc.key,
+                hint=exc.hint,
+            ) from exc
 
     def name(self, shard: int, local: int) -> str:
         """How errors and ``EncodedImage`` name a record: ``path record 12``."""

@@ -13,6 +13,7 @@ from PIL import Image
 
 from fastdata import rng
 from fastdata.datasets import open_dataset
+from fastdata.errors import FastDataError
 
 
 @pytest.fixture(scope="module")
@@ -151,3 +152,18 @@ def test_open_dataset_picks_the_class(written):
         "lmdb": "LMDBDataset",
     }[kind]
     assert bytes(ds[7][0]) == image_bytes(7)
+
+
+@pytest.mark.parametrize("kind", ["recordio", "tfrecord", "lmdb"])
+def test_a_converters_targets_file_is_used(tmp_path, kind):
+    from fastdata.formats import Manifest
+
+    root = write_kind(tmp_path, kind, n=6)
+    manifest = Manifest.read(root)
+    manifest.extra["targets"] = "targets.npy"
+    manifest.write(root)
+    np.save(root / "targets.npy", np.array([2, 2, 1, 1, 0, 0]))  # not the stored labels: proves which is read
+    assert open_kind(root, kind).targets.tolist() == [2, 2, 1, 1, 0, 0]
+    np.save(root / "targets.npy", np.array([0, 1]))
+    with pytest.raises(FastDataError, match="targets.npy"):
+        _ = open_kind(root, kind).targets

@@ -9,7 +9,7 @@ import pytest
 import torch
 from dskit import CLASSES, KINDS, N, index_of, label_of, open_kind, samples, width_of, write_kind
 
-from fastdata.datasets import RecordIOStream, TFRecordDataset
+from fastdata.datasets import RecordIODataset, RecordIOStream, TFRecordDataset
 from fastdata.errors import ConfigError, DecodeError, FastDataError, FormatError
 from fastdata.formats.dataset_writer import write_dataset
 
@@ -92,7 +92,7 @@ def test_checksum_failure_is_a_format_error_or_a_counted_skip(tmp_path):
         f.write(data)
     with pytest.raises(FormatError) as info:
         TFRecordDataset(tmp_path)[BAD]
-    assert path in str(info.value) and info.value.offset == offset
+    assert path in str(info.value) and f"record {local}" in str(info.value) and info.value.offset == offset
     skipping = TFRecordDataset(tmp_path, on_error="skip")
     assert index_of(skipping[BAD][0]) == BAD + 1 and skipping.skipped == 1
 
@@ -107,3 +107,22 @@ def test_stream_drops_and_counts(tmp_path, truncated):
         warnings.simplefilter("error")  # "skip" only counts (and logs once)
         got = sorted(w for w, _ in loader)
     assert got == [i for i in range(N) if i != BAD] and stream.skipped == 1
+
+
+def test_damaged_recordio_record_names_shard_and_record(tmp_path):
+    write_dataset(tmp_path, "recordio", samples(), CLASSES, shard_bytes=1500)
+    ds = RecordIODataset(tmp_path)
+    path, local = ds.locate(BAD)
+    from fastdata.formats.recordio import Reader
+
+    offset = Reader(path).offset(local)
+    data = bytearray(open(path, "rb").read())
+    data[offset : offset + 4] = b"\0\0\0\0"  # the record's magic word
+    with open(path, "wb") as f:
+        f.write(data)
+    with pytest.raises(FormatError) as info:
+        RecordIODataset(tmp_path)[BAD]
+    assert path in str(info.value) and f"record {local}" in str(info.value)
+    skipping = RecordIODataset(tmp_path, on_error="warn")
+    with pytest.warns(RuntimeWarning, match=f"record {local}"):
+        assert index_of(skipping[BAD][0]) == BAD + 1
