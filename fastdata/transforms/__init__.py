@@ -16,7 +16,7 @@ from ..decode.encoded import EncodedImage
 from .compose import Compose
 from .crop import CenterCrop, RandomResizedCrop, sample_resized_crop
 from .flip import RandomHorizontalFlip
-from .resize import hflip, resize, resize_backend
+from .resampling import hflip, resize, resize_backend
 from .resizing import Resize, ResizedCenterCrop, resized_size
 
 __all__ = [

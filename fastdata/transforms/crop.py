@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import rng
 from .base import Source, Transform, as_size, check_output, dct_min_size
-from .resize import resize, snap
+from .resampling import resize, snap
 
 Box = tuple[int, int, int, int]  # (top, left, height, width)
 

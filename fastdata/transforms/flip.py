@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import rng
 from .base import Source, Transform, check_output
-from .resize import hflip
+from .resampling import hflip
 
 
 class RandomHorizontalFlip(Transform):

@@ -7,7 +7,7 @@ import numpy as np
 
 from .base import Source, Transform, as_size, check_output, dct_min_size
 from .crop import center_crop_box, center_crop_padded
-from .resize import resize
+from .resampling import resize
 
 
 def resized_size(height: int, width: int, size: int | tuple[int, int]) -> tuple[int, int]:
