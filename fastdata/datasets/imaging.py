@@ -46,7 +46,7 @@ def decode_rgb(data: bytes, name: str) -> Any:
 
     from ..decode import decode
 
-    return Image.fromarray(decode(data, name=name), mode="RGB")
+    return Image.fromarray(decode(data, name=name))  # (H, W, 3) uint8 is mode RGB
 
 
 def normalize_label(label: Any) -> Any:

@@ -99,19 +99,29 @@ def test_classes_targets_len_and_pickle(sharded, fmt):
     assert sorted(t for _, t in clone) == sorted(t for _, t in stream)
 
 
-def test_spawn_workers_every_stream(tmp_path):
+def test_spawn_persistent_workers_every_stream(tmp_path):
     # One spawn loader over both stream classes: starting spawn workers costs seconds.
     streams = []
     for fmt, cls in sorted(STREAMS.items()):
         write_dataset(tmp_path / fmt, fmt, samples(), CLASSES, shard_bytes=1500)
         streams.append(cls(tmp_path / fmt, transform=width_of, seed=2))
-        streams[-1].set_epoch(4)
     chain = torch.utils.data.ChainDataset(streams)
-    loader = torch.utils.data.DataLoader(chain, batch_size=None, num_workers=2, multiprocessing_context="spawn")
-    got = [w for w, _ in loader]
-    assert sorted(got) == sorted(list(range(N)) * len(STREAMS))
-    reference = [w for s in streams for w, _ in _epoch(s, 4)]
-    assert sorted(got) == sorted(reference)
+
+    def run(context, persistent):
+        return torch.utils.data.DataLoader(
+            chain, batch_size=None, num_workers=2, persistent_workers=persistent, multiprocessing_context=context
+        )
+
+    spawned = run("spawn", persistent=True)
+    orders = []
+    for epoch in (4, 5):
+        for stream in streams:
+            stream.set_epoch(epoch)
+        got = [w for w, _ in spawned]
+        assert sorted(got) == sorted(list(range(N)) * len(STREAMS))
+        assert got == [w for w, _ in run("fork", persistent=False)]  # the epoch reached the spawned workers
+        orders.append(got)
+    assert orders[0] != orders[1]
 
 
 def test_distributed_misuse_fails_loudly(sharded, fmt, monkeypatch):
