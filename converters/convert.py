@@ -47,7 +47,7 @@ class ConvertRequest:
 
     out: str
     options: PlanOptions
-    run: RunOptions = RunOptions()
+    run: RunOptions = dataclasses.field(default_factory=RunOptions)
     src: str | None = None
     list_file: str | None = None
     root: str | None = None

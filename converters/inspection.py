@@ -12,7 +12,15 @@ import numpy as np
 
 from fastdata.errors import FastDataError
 
-from .probe import DATASET, SPLITS, Target, identify, image_kind, image_size, open_dataset_shard
+from .probe import (
+    DATASET,
+    SPLITS,
+    Target,
+    identify,
+    image_kind,
+    image_size,
+    open_dataset_shard,
+)
 
 
 def run(path: str, *, as_json: bool = False, records: int = 5, stdout: TextIO | None = None) -> int:
@@ -103,7 +111,12 @@ def _recordio_records(target: Target, n: int) -> tuple[int, list[dict[str, Any]]
 
 
 def _tfrecord_records(target: Target, n: int) -> tuple[int, list[dict[str, Any]]]:
-    from fastdata.formats.tfrecord import Reader, is_sequence_example, parse_example, parse_sequence_example
+    from fastdata.formats.tfrecord import (
+        Reader,
+        is_sequence_example,
+        parse_example,
+        parse_sequence_example,
+    )
 
     reader = Reader(target.data_file)
     shown = []

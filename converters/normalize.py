@@ -95,7 +95,7 @@ def prepare(data: bytes, path: str, options: EncodeOptions = EncodeOptions()) ->
             img = Image.open(io.BytesIO(data))
         except Image.DecompressionBombError as exc:
             raise SkippedFile(path, f"refused by Pillow's decompression-bomb guard: {exc}") from None
-        except Exception as exc:  # Pillow raises many types on hostile input
+        except Exception as exc:  # noqa: BLE001 - Pillow raises many types on hostile input
             what = "truncated image file" if "truncated" in str(exc).lower() else "not an image Pillow can read"
             raise SkippedFile(path, f"{what} ({_describe(exc)})") from None
         try:
@@ -106,7 +106,7 @@ def prepare(data: bytes, path: str, options: EncodeOptions = EncodeOptions()) ->
             raise SkippedFile(path, f"refused by Pillow's decompression-bomb guard: {exc}") from None
         except MemoryError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - decoder failure on untrusted bytes: recorded, not hidden
             raise SkippedFile(path, f"corrupt or truncated {img.format or 'image'} ({_describe(exc)})") from None
 
 
@@ -119,7 +119,7 @@ def orientation_of(img: Image.Image) -> int:
     """EXIF orientation 1-8; 1 when absent, unreadable or out of range."""
     try:
         value = img.getexif().get(0x0112, 1)
-    except Exception:  # a corrupt EXIF block does not make the pixels wrong
+    except Exception:  # noqa: BLE001 - a corrupt EXIF block does not make the pixels wrong
         return 1
     return value if isinstance(value, int) and 1 <= value <= 8 else 1
 

@@ -135,7 +135,7 @@ def image_size(data: bytes) -> tuple[int, int] | None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return Image.open(io.BytesIO(data)).size
-    except Exception:  # not an image, or one Pillow cannot parse: the caller shows "?"
+    except Exception:  # noqa: BLE001 - not an image, or one Pillow cannot parse: the caller shows "?"
         return None
 
 

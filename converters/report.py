@@ -101,8 +101,10 @@ class Summary:
         rate = images_this_run / seconds if seconds > 0 else 0.0
         mbs = bytes_this_run / seconds / 1e6 if seconds > 0 else 0.0
         out = [
-            f"fastdata convert: {self.images} images -> {self.out} ({self.format}), {self.shards} shard(s), "
-            f"{format_bytes(self.bytes_out)} (source {format_bytes(self.bytes_in)})",
+            (
+                f"fastdata convert: {self.images} images -> {self.out} ({self.format}), {self.shards} shard(s), "
+                f"{format_bytes(self.bytes_out)} (source {format_bytes(self.bytes_in)})"
+            ),
             f"  this run: {images_this_run} images in {seconds:.1f} s ({rate:.1f} images/s, {mbs:.1f} MB/s)",
         ]
         if self.per_split:

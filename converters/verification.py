@@ -59,7 +59,7 @@ def run(path: str, *, decode: bool = False, quiet: bool = False, stdout: TextIO 
         findings.problem(path, str(exc))
         return 1
     if target.kind == SPLITS:
-        for name, directory in target.splits.items():
+        for directory in target.splits.values():
             _verify_dataset(identify(directory), findings, decoder, quiet)
     elif target.kind == DATASET:
         _verify_dataset(target, findings, decoder, quiet)
@@ -156,7 +156,7 @@ def _read_all(
             if decoder is not None and data is not None:
                 try:
                     decoder(bytes(data))
-                except Exception as exc:  # any decoder failure is a finding, named with its record
+                except Exception as exc:  # noqa: BLE001 - any decoder failure is a finding, named with its record
                     raise ValueError(f"image does not decode ({type(exc).__name__}: {exc})") from None
         except (FastDataError, ValueError, OSError) as exc:
             listed += 1
@@ -237,7 +237,12 @@ def _verify_recordio(target: Target, findings: Findings, decoder: Callable | Non
 
 
 def _verify_tfrecord(target: Target, findings: Findings, decoder: Callable | None) -> None:
-    from fastdata.formats.tfrecord import Reader, build_index, default_index_path, parse_example
+    from fastdata.formats.tfrecord import (
+        Reader,
+        build_index,
+        default_index_path,
+        parse_example,
+    )
 
     path = target.data_file
     index = Path(default_index_path(path))
@@ -259,7 +264,7 @@ def _verify_tfrecord(target: Target, findings: Findings, decoder: Callable | Non
                 if isinstance(encoded, list) and encoded:
                     try:
                         decoder(encoded[0])
-                    except Exception as exc:  # a decoder failure is a finding
+                    except Exception as exc:  # noqa: BLE001 - a decoder failure is a finding
                         findings.problem(path, f"record {position}: image does not decode ({type(exc).__name__}: {exc})")
             position += 1
     except FastDataError as exc:

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
-
 from fastdata.converters import cli
 from fastdata.converters.probe import open_dataset_shard
+from PIL import Image
+
 from fastdata.formats.manifest import Manifest
 
 

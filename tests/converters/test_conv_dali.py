@@ -6,9 +6,8 @@ import os
 
 import numpy as np
 import pytest
-from convkit import manifest_json, run_cli
-
 from conftest import requires_dali
+from convkit import manifest_json, run_cli
 
 pytestmark = requires_dali
 

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 from convkit import jpeg, make_folder, read_back, run_cli, tree
-
 from fastdata.converters import pack
+
 from fastdata.formats import tfrecord
 
 
@@ -67,7 +67,7 @@ def test_skipped_files_are_listed_and_fail_the_run(bad_folder, tmp_path, capsys)
     assert "--allow-skips" in err
     assert not (out_dir / "manifest.json").exists()  # nothing looks finished
     # accepting the skips finishes the same conversion without redoing it
-    code, out, err = run_cli(capsys, "convert", bad_folder, out_dir, "--format", "tfrecord", "--resume", "--allow-skips", "-q")
+    code, _, err = run_cli(capsys, "convert", bad_folder, out_dir, "--format", "tfrecord", "--resume", "--allow-skips", "-q")
     assert code == 0
     m, samples = read_back(out_dir)
     assert len(samples) == 4 and m.extra["converter"]["skipped"] == 5
@@ -110,7 +110,7 @@ def test_unicode_space_and_symlinked_names(tmp_path, capsys):
     (tmp_path / "elsewhere" / "target.jpg").write_bytes(jpeg(2))
     (src / "日本").mkdir()
     os.symlink(tmp_path / "elsewhere" / "target.jpg", src / "日本" / "link name.jpg")
-    code, out, err = run_cli(capsys, "convert", src, tmp_path / "o", "--format", "tfrecord", "--no-shuffle")
+    code, _, err = run_cli(capsys, "convert", src, tmp_path / "o", "--format", "tfrecord", "--no-shuffle")
     assert code == 0, err
     m, samples = read_back(tmp_path / "o")
     assert m.classes == ["café au lait", "日本"]
@@ -171,7 +171,7 @@ def test_as_a_real_process_no_traceback(tmp_path):
     # the console script path: argv parsing, error printing and the exit status of the process itself
     proc = subprocess.run(
         [sys.executable, "-m", "fastdata.converters.cli", "convert", str(tmp_path / "missing"), str(tmp_path / "o"), "--format", "lmdb"],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True, text=True, timeout=60, check=False,
     )
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"fastdata: error: {tmp_path / 'missing'}: source folder does not exist"

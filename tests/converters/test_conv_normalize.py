@@ -7,10 +7,9 @@ import io
 import numpy as np
 import pytest
 from convkit import jpeg, rgb
-from PIL import Image
-
 from fastdata.converters.normalize import BACKGROUND, EncodeOptions, prepare
 from fastdata.converters.scan import SkippedFile
+from PIL import Image
 
 
 @pytest.fixture(scope="module")
@@ -18,8 +17,8 @@ def edge(shared_data):
     return shared_data / "photos" / "edgecases"
 
 
-def _prep(path, options=EncodeOptions()):
-    return prepare(path.read_bytes(), str(path), options)
+def _prep(path, options=None):
+    return prepare(path.read_bytes(), str(path), options or EncodeOptions())
 
 
 def test_rgb_and_gray_jpegs_pass_through_byte_for_byte(edge):

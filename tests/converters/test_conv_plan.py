@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
 from fastdata.converters.plan import Plan, PlanOptions, make_plan
 from fastdata.converters.scan import ScanResult, SourceItem
+
 from fastdata.errors import ConfigError
 
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from convkit import run_cli, tree
-
 from fastdata.converters.state import STATE_DIR
 
 FORMATS = ["recordio", "tfrecord", "lmdb"]

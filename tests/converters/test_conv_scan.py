@@ -5,9 +5,14 @@ from __future__ import annotations
 import os
 
 import pytest
-
-from fastdata.converters.scan import DEFAULT_EXTENSIONS, normalize_extensions, scan_folder, scan_list
+from fastdata.converters.scan import (
+    DEFAULT_EXTENSIONS,
+    normalize_extensions,
+    scan_folder,
+    scan_list,
+)
 from fastdata.converters.units import format_bytes, parse_size
+
 from fastdata.errors import ConfigError
 
 

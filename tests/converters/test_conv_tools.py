@@ -132,7 +132,7 @@ def test_index_matches_reference_tools(shared_data, tmp_path, capsys):
         shutil.copy(shared_data / "vectors" / name, tmp_path / name)
     shutil.copy(shared_data / "recordio" / "adaface_shuffled_idx" / "train.rec", tmp_path / "adaface.rec")
     files = ["train-00000-of-00002.tfrecord", "im2rec_passthrough.rec", "sequential.rec", "adaface.rec", "train-gzip.tfrecord.gz"]
-    code, out, err = run_cli(capsys, "index", *[tmp_path / f for f in files])
+    code, _, err = run_cli(capsys, "index", *[tmp_path / f for f in files])
     assert code == 2 and "gzip-compressed" in err  # the one compressed file; the others are done
     create_index(str(tmp_path / "train-00000-of-00002.tfrecord"), str(tmp_path / "ref.idx"))
     assert (tmp_path / "train-00000-of-00002.tfrecord.idx").read_bytes() == (tmp_path / "ref.idx").read_bytes()
