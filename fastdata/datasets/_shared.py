@@ -5,6 +5,8 @@ process (``set_epoch``) never reaches persistent workers, and a counter bumped
 in a worker (skipped samples) never reaches the main process. A shared int64
 tensor fixes both: fork inherits the mapping, spawn sends it through torch's
 multiprocessing reductions. Plain ``pickle`` copies the values instead.
+Each instance holds one file descriptor while alive (torch's default sharing
+strategy), so datasets create them only when needed.
 """
 
 from __future__ import annotations

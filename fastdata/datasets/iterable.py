@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -168,9 +169,11 @@ class ShardStream(ShardLabels, torch.utils.data.IterableDataset):
         if self.shuffle and self.shuffle_buffer > 1:
             gen = rng.worker_generator(self.seed, epoch, self.rank, worker)
             records = shuffled(records, self.shuffle_buffer, gen)
+        # a per-sample generator costs ~50 us: only make one when a transform runs
+        seeded = self.decode and (self.transform is not None or self.target_transform is not None)
         for index, shard, local, data, label in records:
             try:
-                with rng.use(rng.sample_generator(self.seed, epoch, index)):
+                with rng.use(rng.sample_generator(self.seed, epoch, index)) if seeded else nullcontext():
                     item = build_item(
                         data,
                         normalize_label(label),

@@ -39,15 +39,18 @@ class SkipCounter:
 
     def __init__(self, on_error: str) -> None:
         self.on_error = check_policy(on_error)
-        self._slots = SharedSlots(MAX_WORKERS + 1)
+        # shared memory holds a file descriptor: only policies that skip need it
+        self._slots = SharedSlots(MAX_WORKERS + 1) if on_error != "raise" else None
         self._logged = False
 
     @property
     def total(self) -> int:
-        return self._slots.total()
+        return self._slots.total() if self._slots is not None else 0
 
     def record(self, exc: Exception, replacement: str) -> None:
         """Count one skipped sample whose error was ``exc``."""
+        if self._slots is None:
+            raise RuntimeError("SkipCounter.record called under on_error='raise'")  # a bug in the caller
         self._slots.add(process_slot())
         message = f"fastdata: skipped a corrupt sample ({exc}); {replacement}"
         if self.on_error == "warn":
