@@ -254,6 +254,11 @@ def _make_plan(req: ConvertRequest, source: dict) -> Plan:
             raise ConfigError(f"{req.list_file}: list file does not exist")
         entries = [(i, (lab,) if isinstance(lab, float) else tuple(lab), rel) for i, lab, rel in read_lst(req.list_file)]
         scan = scan_list(req.list_file, source["root"], entries)
+    if req.options.format == "lmdb" and any(not isinstance(it.label, int) for it in scan.items):
+        raise ConfigError(
+            f"{req.list_file}: has label vectors or fractional labels, but caffe.Datum (the lmdb format) holds one "
+            "int label per image; use --format recordio or tfrecord"
+        )
     if scan.skipped and req.run.on_error == "raise":
         path, reason = scan.skipped[0]
         raise SkippedFile(path, reason)

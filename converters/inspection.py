@@ -59,7 +59,9 @@ def _describe_dataset(target: Target, records: int) -> dict[str, Any]:
         reader = open_dataset_shard(target.path, m, i)
         for j in range(min(len(reader), records - len(shown))):
             data, label = reader.sample(j)
-            entry = {"shard": info.file, "position": j, "label": _label(label), "bytes": len(data)}
+            entry = {"shard": info.file, "position": j, "key": _key(reader, j), "label": _label(label), "bytes": len(data)}
+            if entry["key"] is None:
+                del entry["key"]
             if isinstance(label, int) and 0 <= label < len(m.classes):
                 entry["class"] = m.classes[label]
             shown.append(entry | _image(data))
@@ -156,6 +158,17 @@ def _lmdb_records(target: Target, n: int) -> tuple[int, list[dict[str, Any]]]:
     count = len(reader)
     _close(reader)
     return count, shown
+
+
+def _key(reader: Any, j: int) -> Any:
+    """The record's key where the format has one (RecordIO ``.idx`` key, LMDB key), else None."""
+    if hasattr(reader, "key"):
+        key = reader.key(j)
+    elif hasattr(reader, "records") and hasattr(reader.records, "key"):
+        key = reader.records.key(j)
+    else:
+        return None
+    return key.decode("utf-8", "backslashreplace") if isinstance(key, bytes) else int(key)
 
 
 def _close(reader: Any) -> None:

@@ -131,3 +131,37 @@ def test_resize_and_summary(shared_data, tmp_path, capsys):
     assert code == 0 and "resized" in out
     for data, _ in read_back(tmp_path / "o")[1]:
         assert min(Image.open(__import__("io").BytesIO(data)).size) <= 60
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_fastdata_datasets_return_class_to_idx_labels(shared_data, tmp_path, capsys, fmt):
+    import fastdata
+
+    src = shared_data / "vectors" / "images"
+    assert run_cli(capsys, "convert", src, tmp_path / "o", "--format", fmt, "--shards", "2", "-q")[0] == 0
+    ds = fastdata.open_dataset(tmp_path / "o")
+    labels = sorted(int(ds[i][1]) for i in range(len(ds)))
+    assert labels == [0] * 4 + [1] * 5 + [2] * 4  # 1-based on disk for tfrecord, 0-based here
+
+
+def test_progress_bar_only_on_a_terminal():
+    import io
+
+    from fastdata.converters.report import Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty = Terminal()
+    bar = Progress(10, stream=tty)
+    bar(4, 4_000_000)
+    bar(6, 6_000_000)
+    bar.close()
+    assert "10/10" in tty.getvalue() and "img/s" in tty.getvalue() and "MB/s" in tty.getvalue()
+    assert (bar.images, bar.bytes) == (10, 10_000_000)
+    for stream, enabled in ((io.StringIO(), True), (Terminal(), False)):
+        quiet = Progress(10, stream=stream, enabled=enabled)
+        quiet(10, 1)
+        quiet.close()
+        assert stream.getvalue() == ""

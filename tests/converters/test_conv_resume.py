@@ -108,3 +108,27 @@ def test_nodes_share_one_output(shared_data, tmp_path, capsys, monkeypatch):
     assert tree(out) == tree(reference)
     code, _, err = run_cli(capsys, "merge", out)
     assert code == 2 and "already finished" in err
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and signals")
+def test_ctrl_c_stops_cleanly_and_resume_finishes(shared_data, tmp_path, capsys):
+    src = shared_data / "vectors" / "images"
+    out = tmp_path / "interrupted"
+    args = ["convert", str(src), str(out), "--format", "recordio", "--shards", "13", "-q"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fastdata.converters.cli", *args, "--workers", "2", "--test-delay", "0.1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (out / STATE_DIR).is_dir():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "interrupted" in err and "--resume" in err and "Traceback" not in err
+    assert _processes_mentioning(str(out)) == []
+    assert not list(out.glob("*.partial")) and not (out / "manifest.json").exists()
+    assert run_cli(capsys, *args, "--resume")[0] == 0
+    assert run_cli(capsys, *args[:2], str(tmp_path / "ref"), *args[3:])[0] == 0
+    assert tree(out) == tree(tmp_path / "ref")
