@@ -22,10 +22,13 @@ from .errors import (
 # public name -> module that defines it
 _LAZY = {
     "CUDAPrefetcher": "fastdata.loading.prefetch",
+    "DALILoader": "fastdata.dali.iterator",
     "ImageFolder": "fastdata.datasets.folder",
     "LMDBDataset": "fastdata.datasets.shards",
     "RecordIODataset": "fastdata.datasets.shards",
+    "RecordIOStream": "fastdata.datasets.iterable",
     "TFRecordDataset": "fastdata.datasets.shards",
+    "TFRecordStream": "fastdata.datasets.iterable",
     "decode": "fastdata.decode",
     "fast_collate": "fastdata.loading.collate",
     "make_loader": "fastdata.loading.loader",

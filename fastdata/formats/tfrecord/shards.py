@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...errors import FormatError
+from ...errors import ConfigError, FormatError
 from .._atomic import commit, partial_path, remove, sha256_file
 from ..sample import Label, Sample, ShardInfo
 from .example_encode import encode_example
@@ -65,7 +65,7 @@ def encode_sample(sample: Sample) -> bytes:
     """
     label = sample.label
     if isinstance(label, (bool, np.bool_)) or not isinstance(label, (int, np.integer, float, np.floating, list, tuple, np.ndarray)):
-        raise TypeError(f"sample {sample.id}: label must be an int class index or a vector of floats, got {label!r}")
+        raise ConfigError(f"sample {sample.id}: label must be an int class index or a vector of floats, got {label!r}")
     if isinstance(label, (int, np.integer)):
         stored: object = [int(label) + LABEL_BASE]
         kind = "int64"
@@ -171,14 +171,14 @@ class TFRecordShard:
         except FormatError as exc:
             raise self._error(i, f"record {i}: {exc.reason}", None, self.label_key) from None
         base = self.label_base
-        if len(values) == 1 and values[0] >= base:
-            return image[1][0], values[0] - base
-        if not values or min(values) < base:
+        if len(values) > 1:  # a label vector (multi-label ids, a bbox...): the class base does not apply
+            return image[1][0], np.array(values, np.int64)
+        if not values or values[0] < base:
             raise self._error(
                 i, f"record {i}: stored label {values} is empty or below label_base={base}", None, self.label_key,
                 hint="if this file stores 0-based labels, open it with label_base=0",
             )
-        return image[1][0], np.array(values, np.int64) - base
+        return image[1][0], values[0] - base
 
     def _error(self, i: int, message: str, record: bytes | None, key: str | None = None, hint: str | None = None) -> FormatError:
         offset = None if self.reader.compressed else int(self.reader.offsets[i])
@@ -220,7 +220,8 @@ def open_shard(
 
     ``sample(i)`` returns ``(image_bytes, label)``: label is an ``int`` for a
     single int64 value, an ``np.int64`` array for several, an ``np.float32``
-    array for a float list. A stored label below ``label_base`` raises
+    array for a float list. Several int64 values are a label vector and are
+    not shifted; a single stored label below ``label_base`` raises
     FormatError (the hint says to pass ``label_base=0``).
     """
     return TFRecordShard(path, image_key=image_key, label_key=label_key, label_base=label_base, index=index, **opts)
