@@ -199,6 +199,12 @@ def make_loader(
     """
     if batch_size < 1:
         raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+    if isinstance(dataset, torch.utils.data.IterableDataset):
+        raise ConfigError(
+            f"make_loader takes a map-style dataset; {type(dataset).__name__} is a stream that splits itself "
+            "across ranks and workers: use torch.utils.data.DataLoader(stream, batch_size=..., num_workers=..., "
+            "collate_fn=fastdata.fast_collate) and call stream.set_epoch(epoch) before each epoch"
+        )
     if prefetch_to is None and (mean is not None or std is not None):
         raise ConfigError("mean/std are applied by the prefetcher: pass prefetch_to='cuda' (or 'cpu')")
     rank, world_size = resolve_shard(distributed, train=train)
