@@ -35,8 +35,8 @@ def sample_resized_crop(
     for _ in range(10):
         target_area = area * generator.uniform(scale[0], scale[1])
         aspect = math.exp(generator.uniform(log_lo, log_hi))
-        w = int(round(math.sqrt(target_area * aspect)))
-        h = int(round(math.sqrt(target_area / aspect)))
+        w = round(math.sqrt(target_area * aspect))
+        h = round(math.sqrt(target_area / aspect))
         if 0 < w <= width and 0 < h <= height:
             top = int(generator.integers(0, height - h + 1))
             left = int(generator.integers(0, width - w + 1))
@@ -44,10 +44,10 @@ def sample_resized_crop(
     in_ratio = width / height
     if in_ratio < min(ratio):
         w = width
-        h = int(round(w / min(ratio)))
+        h = round(w / min(ratio))
     elif in_ratio > max(ratio):
         h = height
-        w = int(round(h * max(ratio)))
+        w = round(h * max(ratio))
     else:
         w, h = width, height
     return (height - h) // 2, (width - w) // 2, h, w
@@ -114,7 +114,7 @@ class RandomResizedCrop(Transform):
 def center_crop_box(height: int, width: int, size: tuple[int, int]) -> Box:
     """torchvision's centre box (``round`` of half the margin) for a crop that fits."""
     ch, cw = size
-    return int(round((height - ch) / 2.0)), int(round((width - cw) / 2.0)), ch, cw
+    return round((height - ch) / 2.0), round((width - cw) / 2.0), ch, cw
 
 
 def center_crop_padded(arr: np.ndarray, size: tuple[int, int]) -> np.ndarray:

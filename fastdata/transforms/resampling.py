@@ -68,7 +68,7 @@ def resize(
         edges = (t, l, t + h, l + w)
         if any(abs(e - round(e)) > 1e-6 for e in edges):
             return _pillow(arr, oh, ow, (l, t, l + w, t + h))
-        t, l, b, r = (int(round(e)) for e in edges)
+        t, l, b, r = (round(e) for e in edges)
         arr = arr[t:b, l:r]
     h, w = arr.shape[:2]
     if (h, w) == (oh, ow):

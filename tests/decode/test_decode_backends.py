@@ -16,7 +16,13 @@ import numpy as np
 import pytest
 from PIL import Image, ImageOps
 
-from fastdata.decode import AUTO_ORDER, BACKGROUND, available_backends, decode, read_info
+from fastdata.decode import (
+    AUTO_ORDER,
+    BACKGROUND,
+    available_backends,
+    decode,
+    read_info,
+)
 from fastdata.decode import backends as backends_mod
 
 pytestmark = pytest.mark.filterwarnings("ignore:Corrupt EXIF data")  # Pillow's exif_transpose on hopper_bad_exif

@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from fastdata.decode import available_backends, decode, decode_region, orient, scale_denominator
+from fastdata.decode import (
+    available_backends,
+    decode,
+    decode_region,
+    orient,
+    scale_denominator,
+)
 from fastdata.decode.orientation import _INVERSE
 
 BACKENDS = available_backends()

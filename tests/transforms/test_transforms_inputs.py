@@ -111,7 +111,7 @@ def test_gray_and_single_channel_arrays():
 def reference_eval(img: Image.Image, resize_size=256, crop=224) -> np.ndarray:
     h2, w2 = resized_size(img.height, img.width, resize_size)
     small = img.resize((w2, h2), Image.Resampling.BILINEAR)
-    top, left = int(round((h2 - crop) / 2.0)), int(round((w2 - crop) / 2.0))
+    top, left = round((h2 - crop) / 2.0), round((w2 - crop) / 2.0)
     return np.asarray(small.crop((left, top, left + crop, top + crop)))
 
 
@@ -151,7 +151,7 @@ def test_center_crop_pads_like_torchvision():
 
 
 def test_resize_backends_agree(photos, resize_backend):
-    path, data = photos[1]
+    _path, data = photos[1]
     arr = decode(data)
     for size in [(224, 224), (arr.shape[0] * 2, arr.shape[1] + 3), (50, arr.shape[1] * 2)]:
         out = resize(arr, size)
@@ -170,7 +170,7 @@ def test_matches_torchvision_when_installed(photos):
     tv = pytest.importorskip("torchvision.transforms.v2.functional")
     import torch
 
-    path, data = photos[2]
+    _path, data = photos[2]
     arr = decode(data)
     box = (arr.shape[0] // 6, arr.shape[1] // 5, arr.shape[0] // 2, arr.shape[1] // 2)
     chw = torch.from_numpy(arr).permute(2, 0, 1)

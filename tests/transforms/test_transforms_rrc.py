@@ -45,7 +45,7 @@ def test_first_fitting_try_is_taken_like_torchvision():
     # area fraction 0.08 + 0.5 * 0.92 = 0.54, log-ratio midpoint -> ratio 1.
     gen = Scripted([0.5, 0.5], [7, 11])
     box = sample_resized_crop(300, 400, SCALE, RATIO, gen)
-    side = int(round(math.sqrt(300 * 400 * 0.54)))
+    side = round(math.sqrt(300 * 400 * 0.54))
     assert box == (7, 11, side, side)
     assert gen.calls == ["uniform", "uniform", "integers", "integers"]
 
