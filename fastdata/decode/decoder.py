@@ -15,7 +15,7 @@ from . import pillow_image
 from .backends import RecoverableWarning, decode_pil, get_backend
 from .info import ImageInfo, info_from_pillow, is_jpeg, parse_jpeg_header
 from .orientation import box_to_stored, box_to_upright, orient
-from .scaling import scale_denominator, scaled_extent, scaled_span
+from .scaling import scale_denominator, scaled_extent, snap_box
 
 DEFAULT_MAX_PIXELS = 178_956_970
 """Largest width x height decoded by default: Pillow's DecompressionBombError
@@ -87,13 +87,11 @@ def decode_view(
     read-only view (cropped, oriented). For callers that copy anyway, e.g. a resize."""
     if crop is not None:
         _check_int_box(crop)
-    pixels, (t, l, h, w) = decode_region(
+    pixels, sub = decode_region(
         data, crop, backend=backend, min_size=min_size, name=name, max_pixels=max_pixels, info=info
     )
-    # Round the box edges to whole decoded pixels; keeps >= floor(size) pixels.
-    y0, y1 = scaled_span(t, h, 1.0, pixels.shape[0])
-    x0, x1 = scaled_span(l, w, 1.0, pixels.shape[1])
-    return pixels[y0:y1, x0:x1]
+    t, l, h, w = snap_box(sub, pixels.shape[:2])
+    return pixels[t : t + h, l : l + w]
 
 
 def decode_region(

@@ -44,14 +44,16 @@ def scaled_extent(stored: int, decoded: int, denominator: int) -> float:
     return decoded / stored
 
 
-def scaled_span(start: float, length: float, ratio: float, limit: int) -> tuple[int, int]:
-    """``[first, stop)`` of the decoded pixels covering ``[start, start + length)``.
+def snap_box(box: tuple[float, float, float, float], limit: tuple[int, int]) -> tuple[int, int, int, int]:
+    """Round a ``(top, left, height, width)`` box's edges to the nearest whole
+    pixel, keeping at least one pixel and staying inside ``limit = (H, W)``.
 
-    Both ends are rounded to the nearest decoded pixel edge, so the span holds
-    at least ``floor(length * ratio)`` pixels and never passes ``limit``.
+    A side of length ``L`` keeps at least ``floor(L)`` pixels, so a region
+    decoded at a scale chosen for ``min_size`` stays at least that large.
     """
-    first = math.floor(start * ratio + 0.5)
-    stop = math.floor((start + length) * ratio + 0.5)
-    first = min(max(first, 0), limit - 1)
-    stop = min(max(stop, first + 1), limit)
-    return first, stop
+    t, l, h, w = box
+    y0 = min(max(math.floor(t + 0.5), 0), limit[0] - 1)
+    x0 = min(max(math.floor(l + 0.5), 0), limit[1] - 1)
+    y1 = min(max(math.floor(t + h + 0.5), y0 + 1), limit[0])
+    x1 = min(max(math.floor(l + w + 0.5), x0 + 1), limit[1])
+    return y0, x0, y1 - y0, x1 - x0

@@ -7,8 +7,9 @@ import math
 import numpy as np
 
 from .. import rng
+from ..decode.scaling import snap_box
 from .base import Source, Transform, as_size, check_output, dct_min_size
-from .resampling import resize, snap
+from .resampling import resize
 
 Box = tuple[int, int, int, int]  # (top, left, height, width)
 
@@ -105,7 +106,7 @@ class RandomResizedCrop(Transform):
         pixels, sub = src.region(self.get_params(src.height, src.width), min_size=dct_min_size(self.size))
         # At a DCT scale the box edges fall between decoded pixels; snapping them
         # (< 1 decoded pixel) keeps the fast resize and is just another random box.
-        return resize(pixels, self.size, box=snap(sub, pixels.shape[:2]))
+        return resize(pixels, self.size, box=snap_box(sub, pixels.shape[:2]))
 
     def __repr__(self) -> str:
         return f"RandomResizedCrop(size={self.size}, scale={self.scale}, ratio={tuple(round(r, 4) for r in self.ratio)})"

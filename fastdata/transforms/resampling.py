@@ -16,7 +16,6 @@ boxes with fractional edges always (exact sub-pixel geometry).
 from __future__ import annotations
 
 import logging
-import math
 from typing import Any
 
 import numpy as np
@@ -102,16 +101,6 @@ def _pillow(arr: np.ndarray, oh: int, ow: int, box: tuple[float, float, float, f
 
     img = Image.fromarray(np.ascontiguousarray(arr))
     return np.array(img.resize((ow, oh), Image.Resampling.BILINEAR, box=box))
-
-
-def snap(box: tuple[float, float, float, float], limit: tuple[int, int]) -> tuple[int, int, int, int]:
-    """Round a box's edges to whole pixels (at least one pixel, inside ``limit``)."""
-    t, l, h, w = box
-    y0 = min(max(math.floor(t + 0.5), 0), limit[0] - 1)
-    x0 = min(max(math.floor(l + 0.5), 0), limit[1] - 1)
-    y1 = min(max(math.floor(t + h + 0.5), y0 + 1), limit[0])
-    x1 = min(max(math.floor(l + w + 0.5), x0 + 1), limit[1])
-    return y0, x0, y1 - y0, x1 - x0
 
 
 def hflip(arr: np.ndarray) -> np.ndarray:
