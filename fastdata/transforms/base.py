@@ -17,10 +17,10 @@ DCT_MARGIN = 1.5
 """Decode-aware transforms ask the JPEG decoder for at least this many times
 the output size before resizing. A DCT-scaled decode is sharper than Pillow's
 bilinear (torchvision's antialias) filter, and a final resize by less than
-~1.5x does not blur it to match: on the largest hymenoptera photos, random
-crops decoded at >= 1x the output differed from Pillow's full-size result by
-1.5 grey levels on average (p90 3.6), at >= 1.5x by 1.0 (p90 2.1, as without
-DCT scaling), for 10 % more time; still 1.4x faster than a full-size decode."""
+~1.5x does not blur it to match. Measured on 32 random crops of the 8 largest
+hymenoptera photos (mean |diff| from Pillow's full-size result, grey levels):
+margin 1: 1.46 (p90 3.4), 5.2 ms per crop; margin 1.5: 1.01 (p90 2.1, as
+without DCT scaling), 5.9 ms; no DCT scaling: 0.88, 8.1 ms."""
 
 
 def dct_min_size(size: tuple[int, int]) -> tuple[int, int]:
