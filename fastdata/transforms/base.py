@@ -90,14 +90,15 @@ class Source:
 
 
 def to_output(arr: np.ndarray, output: str) -> Any:
-    """HWC uint8 ndarray -> the requested output (C-contiguous either way)."""
-    if not arr.flags.c_contiguous:
-        arr = np.ascontiguousarray(arr)
+    """HWC uint8 ndarray -> the requested output, C-contiguous and writable
+    either way (Pillow-backed arrays are read-only; torch warns on those)."""
+    if not (arr.flags.c_contiguous and arr.flags.writeable):
+        arr = np.array(arr, order="C")
     if output == "numpy":
         return arr
     import torch
 
-    return torch.from_numpy(arr if arr.flags.writeable else arr.copy()).permute(2, 0, 1).contiguous()
+    return torch.from_numpy(arr).permute(2, 0, 1).contiguous()
 
 
 def check_output(output: str) -> str:

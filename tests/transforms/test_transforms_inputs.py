@@ -101,6 +101,13 @@ def test_inputs_give_the_same_result(photos):
         assert np.array_equal(eval_t(arr), eval_t(pil))
 
 
+def test_outputs_are_writable_even_from_pil_input():
+    img = Image.new("RGB", (40, 30), (1, 2, 3))
+    out = RandomResizedCrop(16)(img)
+    assert out.flags.writeable and out.flags.c_contiguous and (out == (1, 2, 3)).all()
+    assert CenterCrop(30)(img).flags.writeable
+
+
 def test_gray_and_single_channel_arrays():
     gray = np.tile(np.arange(64, dtype=np.uint8), (48, 1))
     out = CenterCrop(32)(gray)
