@@ -70,6 +70,8 @@ def read_info(data: bytes, *, name: str | None = None) -> ImageInfo:
     Raises:
         DecodeError: the header is truncated or not an image format Pillow knows.
     """
+    if not isinstance(data, (bytes, bytearray)):
+        data = bytes(data)
     if is_jpeg(data):
         return parse_jpeg_header(data, name=name)
     from .pillow_image import open_image
@@ -94,7 +96,7 @@ def info_from_pillow(img: Any) -> ImageInfo:
     return ImageInfo(height=h, width=w, format=str(img.format), orientation=orientation, mode=img.mode)
 
 
-def parse_jpeg_header(data: Any, *, name: str | None = None) -> ImageInfo:
+def parse_jpeg_header(data: bytes, *, name: str | None = None) -> ImageInfo:
     """Walk the JPEG markers up to the first scan (SOS); see :func:`read_info`."""
     n = len(data)
     pos = 2
@@ -102,8 +104,10 @@ def parse_jpeg_header(data: Any, *, name: str | None = None) -> ImageInfo:
     orientation = 0
     while True:
         # Markers may be preceded by fill bytes 0xFF; libjpeg also skips junk.
-        while pos < n and data[pos] != 0xFF:
-            pos += 1
+        if pos < n and data[pos] != 0xFF:
+            pos = data.find(b"\xff", pos)
+            if pos < 0:
+                break
         while pos < n and data[pos] == 0xFF:
             pos += 1
         if pos >= n:

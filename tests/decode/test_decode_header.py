@@ -100,3 +100,4 @@ def test_memoryview_input():
     from fastdata.decode import decode
 
     assert decode(memoryview(data)).shape == decode(arr).shape == (10, 12, 3)
+    assert read_info(memoryview(data)).width == read_info(arr).width == 12
