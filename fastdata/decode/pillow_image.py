@@ -36,6 +36,10 @@ def open_image(data: bytes, name: str | None) -> Any:
 
     try:
         return Image.open(io.BytesIO(data))
+    except Image.UnidentifiedImageError as exc:
+        raise DecodeError(
+            f"{name or 'image bytes'}: not an image format Pillow recognises ({len(data)} bytes starting {bytes(data[:8])!r})"
+        ) from exc
     except Image.DecompressionBombError as exc:
         raise DecodeError(f"{name or 'image bytes'}: {exc} (raise PIL.Image.MAX_IMAGE_PIXELS to allow it)") from exc
     except Exception as exc:  # Pillow raises many types for unreadable bytes
