@@ -28,7 +28,6 @@ import io
 import re
 import warnings
 
-import numpy as np
 from PIL import Image, ImageFile
 
 from .scan import SkippedFile
@@ -174,6 +173,8 @@ def to_rgb(img: Image.Image, reasons: list[str]) -> Image.Image:
     """Any Pillow mode -> 8-bit RGB, alpha composited over :data:`BACKGROUND`."""
     transparency = img.info.get("transparency")
     if img.mode in _SIXTEEN_BIT:
+        import numpy as np  # only 16-bit images need it; workers start faster without
+
         arr = np.asarray(img).astype(np.int64)
         gray = Image.fromarray(((np.clip(arr, 0, 65535) * 255 + 32767) // 65535).astype(np.uint8), "L")
         reasons.append("16bit-to-8bit")

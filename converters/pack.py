@@ -5,13 +5,13 @@ Workers get batches of paths in plan order and return prepared images in the
 same order (:func:`.parallel.ordered_map`), so a shard's bytes do not depend
 on how many workers made them. After a shard's file has its final name, a
 small JSON record (counts, normalisation reasons, skipped files, ShardInfo)
-marks it done; ``--resume`` skips shards that have one.
+marks it done; ``--resume`` skips shards that have one. The worker side is
+:mod:`.work`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures.process import BrokenProcessPool
@@ -22,19 +22,13 @@ from fastdata.formats import registry
 from fastdata.formats.sample import Sample, ShardInfo
 
 from . import state
-from .normalize import EncodeOptions, prepare
+from .normalize import EncodeOptions
 from .parallel import ordered_map
 from .plan import Plan, ShardPlan
 from .scan import SkippedFile
+from .work import Outcome, init_worker, process_batch
 
 BATCH = 8  # images per task: small enough to balance, large enough to amortise IPC
-
-# One worker's settings, installed by _init_worker (module state is per process).
-_WORKER: dict[str, Any] = {}
-
-# What a worker returns per image: (bytes, height, width, reasons, source size), or the skip reason.
-Outcome = tuple[bytes, int, int, tuple[str, ...], int] | str
-
 
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
@@ -50,38 +44,6 @@ class RunOptions:
     workers: int = 1
     on_error: str = "skip"
     test_delay: float = 0.0
-
-
-def _init_worker(encode: EncodeOptions, delay: float) -> None:
-    _WORKER["encode"] = encode
-    _WORKER["delay"] = delay
-
-
-def _read(path: str) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except IsADirectoryError:
-        raise SkippedFile(path, "is a directory, not an image file") from None
-    except OSError as exc:
-        raise SkippedFile(path, f"cannot read: {exc.strerror or exc}") from None
-
-
-def process_batch(paths: list[str]) -> list[Outcome]:
-    """Read and prepare each image (runs in a worker)."""
-    encode, delay = _WORKER["encode"], _WORKER["delay"]
-    out: list[Outcome] = []
-    for path in paths:
-        if delay:
-            time.sleep(delay)
-        try:
-            data = _read(path)
-            img = prepare(data, path, encode)
-        except SkippedFile as exc:
-            out.append(exc.reason)
-            continue
-        out.append((img.data, img.height, img.width, img.reasons, len(data)))
-    return out
 
 
 @dataclasses.dataclass
@@ -132,7 +94,7 @@ def write_shards(
     chunks = [[s.items[i : i + BATCH] for i in range(0, len(s.items), BATCH)] for s in shards]
     tasks = ([item.path for item in chunk] for shard_chunks in chunks for chunk in shard_chunks)
     workers = max(1, min(run.workers, sum(len(c) for c in chunks)))
-    results = ordered_map(process_batch, tasks, workers=workers, init=_init_worker, init_args=(encode, run.test_delay))
+    results = ordered_map(process_batch, tasks, workers=workers, init=init_worker, init_args=(encode, run.test_delay))
     try:
         # Start the workers before any shard file is open: a forked child should inherit no writer.
         first = next(results)

@@ -4,8 +4,8 @@ Results come back in submission order whatever the worker count, which is
 what makes the converter's output independent of ``--workers``. At most
 ``window`` tasks are in flight, so fast workers cannot pile images up in the
 parent's memory. Workers ignore SIGINT (the parent handles Ctrl-C and stops
-them) and, on Linux, die with the parent (``PR_SET_PDEATHSIG``), so a
-``kill -9`` of the converter leaves no orphan still writing.
+them) and, on Linux, die with their parent (``PR_SET_PDEATHSIG``), so a
+``kill -9`` of the converter leaves no orphan still working.
 """
 
 from __future__ import annotations
@@ -18,6 +18,11 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
+
+# spawn, not fork: the parent may hold native threads (tqdm, DALI, torch) whose locks a
+# fork would copy while held. Not forkserver: its workers are the server's children, and
+# the server outlives a kill -9 of the converter, so PR_SET_PDEATHSIG would not fire.
+START_METHOD = "spawn"
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -43,10 +48,10 @@ def _die_with_parent() -> None:
         return
 
 
-def _worker_init(parent: int, init: Callable[..., None], args: tuple) -> None:
+def _worker_init(init: Callable[..., None], args: tuple) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
-    if os.getppid() != parent:  # the parent died before prctl took effect
+    if os.getppid() == 1:  # orphaned already: the parent died before prctl took effect
         os._exit(1)
     init(*args)
 
@@ -73,12 +78,11 @@ def ordered_map(
         for task in tasks:
             yield fn(task)
         return
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     executor = ProcessPoolExecutor(
         workers,
-        mp_context=multiprocessing.get_context(method),
+        mp_context=multiprocessing.get_context(START_METHOD),
         initializer=_worker_init,
-        initargs=(os.getpid(), init, init_args),
+        initargs=(init, init_args),
     )
     window = window or 2 * workers
     pending: collections.deque = collections.deque()

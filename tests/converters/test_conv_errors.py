@@ -10,7 +10,7 @@ import sys
 
 import pytest
 from convkit import jpeg, make_folder, read_back, run_cli, tree
-from fastdata.converters import pack
+from fastdata.converters import work
 
 from fastdata.formats import tfrecord
 
@@ -96,7 +96,7 @@ def test_unreadable_file(tmp_path, capsys, monkeypatch):
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(pack, "open", fake_open, raising=False)
+    monkeypatch.setattr(work, "open", fake_open, raising=False)
     code, _, err = run_cli(capsys, "convert", tmp_path / "src", tmp_path / "o", "--format", "lmdb", "--workers", "1")
     assert code == 1 and f"{victim}: cannot read: Permission denied" in err
     assert len(files) == 3

@@ -20,17 +20,32 @@ def _convert_args(src, out, fmt):
     return ["convert", str(src), str(out), "--format", fmt, "--shards", "8", "--val-fraction", "0.15", "-q"]
 
 
-def _processes_mentioning(text: str) -> list[int]:
+def _tagged_env(tag: str) -> dict[str, str]:
+    # Every process the converter starts (forkserver, workers) inherits this variable.
+    return {**os.environ, "FASTDATA_TEST_TAG": tag}
+
+
+def _processes_tagged(tag: str) -> list[int]:
+    """Live processes whose environment carries ``FASTDATA_TEST_TAG=tag``."""
+    needle = f"FASTDATA_TEST_TAG={tag}".encode() + b"\0"
     found = []
     for pid in os.listdir("/proc"):
         if pid.isdigit() and int(pid) != os.getpid():
             try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                environ = Path(f"/proc/{pid}/environ").read_bytes() + b"\0"
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
             except OSError:
                 continue
-            if text.encode() in cmdline:
+            if needle in environ and state != "Z":
                 found.append(int(pid))
     return found
+
+
+def _wait_gone(tag: str, seconds: float = 5.0) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while (alive := _processes_tagged(tag)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and SIGKILL")
@@ -40,19 +55,20 @@ def test_sigkill_then_resume_is_byte_identical(shared_data, tmp_path, capsys, fm
     out = tmp_path / f"killed-{fmt}"
     # --test-delay slows each image so the kill lands mid-run (see pack.RunOptions).
     cmd = [sys.executable, "-m", "fastdata.converters.cli", *_convert_args(src, out, fmt), "--workers", "2", "--test-delay", "0.06"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    tag = f"kill-{fmt}-{os.getpid()}-{time.monotonic_ns()}"
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_tagged_env(tag))
     deadline = time.monotonic() + 60
     state = out / STATE_DIR
     while not (state.is_dir() and len(list(state.glob("*.json"))) >= 3):
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "the conversion never got going"
         time.sleep(0.01)
+    assert len(_processes_tagged(tag)) >= 3  # converter, forkserver, workers: the check below can see them
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     proc.stdout.close()
     proc.stderr.close()
-    time.sleep(0.3)
-    assert _processes_mentioning(str(out)) == []  # the workers died with their parent
+    assert _wait_gone(tag) == []  # the forkserver and the workers died with the converter
     assert not list(out.rglob("manifest.json"))
     done = len(list(state.glob("*.json")))
     assert 3 <= done < 16
@@ -115,9 +131,10 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes(shared_data, tmp_path, capsys)
     src = shared_data / "vectors" / "images"
     out = tmp_path / "interrupted"
     args = ["convert", str(src), str(out), "--format", "recordio", "--shards", "13", "-q"]
+    tag = f"sigint-{os.getpid()}-{time.monotonic_ns()}"
     proc = subprocess.Popen(
         [sys.executable, "-m", "fastdata.converters.cli", *args, "--workers", "2", "--test-delay", "0.1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_tagged_env(tag),
     )
     deadline = time.monotonic() + 60
     while not (out / STATE_DIR).is_dir():
@@ -127,7 +144,7 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes(shared_data, tmp_path, capsys)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert "interrupted" in err and "--resume" in err and "Traceback" not in err
-    assert _processes_mentioning(str(out)) == []
+    assert _wait_gone(tag) == []
     assert not list(out.glob("*.partial")) and not (out / "manifest.json").exists()
     assert run_cli(capsys, *args, "--resume")[0] == 0
     assert run_cli(capsys, *args[:2], str(tmp_path / "ref"), *args[3:])[0] == 0
