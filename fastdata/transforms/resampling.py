@@ -30,6 +30,13 @@ def _opencv() -> Any:
             import cv2
         except ImportError:
             cv2 = None
+        else:
+            import torch.utils.data
+
+            if torch.utils.data.get_worker_info() is not None:
+                # DataLoader workers are the parallelism; OpenCV's own thread pool
+                # in each of them only oversubscribes the cores.
+                cv2.setNumThreads(1)
         _log.debug("resize uses %s", "OpenCV INTER_AREA/INTER_LINEAR" if cv2 else "Pillow BILINEAR (OpenCV not installed)")
         _cv2.append(cv2)
     return _cv2[0]
