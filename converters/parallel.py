@@ -84,7 +84,7 @@ def ordered_map(
         initializer=_worker_init,
         initargs=(init, init_args),
     )
-    window = window or 2 * workers
+    window = window or 3 * workers
     pending: collections.deque = collections.deque()
     try:
         for task in tasks:
