@@ -270,7 +270,9 @@ def _run_bench(argv: list[str]) -> int:
         )
         return EXIT_ERROR
     try:
-        return int(module.main(argv) or 0)
+        from .bench_convert import bench_convert
+
+        return int(module.main(argv, convert=bench_convert) or 0)
     except FastDataError as exc:
         return _error(str(exc))
     except KeyboardInterrupt:

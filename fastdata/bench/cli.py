@@ -31,6 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--groups", default="train,eval,read,convert", help="comma list of train,eval,read,convert")
     p.add_argument("--formats", default=",".join(suite.FORMATS))
     p.add_argument("--no-dali", action="store_true", help="leave DALI out even when installed")
+    p.add_argument("--resized", type=int, default=256, metavar="S",
+                   help="also time RecordIO shards converted with --resize S (FFCV's lever: store smaller "
+                        "images); 0 leaves them out (default: %(default)s)")
     p.add_argument("--images", type=int, default=240, help="size of the generated default set")
     p.add_argument("--quick", action="store_true", help="smoke run: tiny set, one round, no warm-up (seconds, not figures)")
     p.add_argument("--quiet", action="store_true")
@@ -85,6 +88,12 @@ def _source(args, convert, say) -> tuple[str | None, dict[str, str]]:
             say(f"bench: converting {src} to {fmt} (cached in {out})")
             convert(str(src), str(out), fmt, args.workers)
         shards[fmt] = str(out)
+    if args.resized:
+        out = cache_dir() / "shards" / key / f"recordio-resize{args.resized}"
+        if not (out / MANIFEST_NAME).exists():
+            say(f"bench: converting {src} to recordio with --resize {args.resized} (cached in {out})")
+            convert(str(src), str(out), "recordio", args.workers, resize=args.resized)
+        shards[f"recordio --resize {args.resized}"] = str(out)
     return str(src), shards
 
 

@@ -18,7 +18,7 @@ from . import baselines
 from .harness import Variant
 
 FORMATS = ("recordio", "tfrecord", "lmdb")
-Convert = Callable[[str, str, str, int], None]  # (src, out, format, workers)
+Convert = Callable[..., None]  # (src, out, format, workers, resize=None)
 
 
 @dataclasses.dataclass
