@@ -1,0 +1,49 @@
+"""`fastdata bench` end to end in seconds (a smoke run: no timing is asserted)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from fastdata.bench.harness import Variant, run_interleaved
+from fastdata.bench.report import headline, ratios, table
+
+
+def test_quick_bench_from_the_command_line(tmp_path):
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    out = tmp_path / "results"
+    cmd = [sys.executable, "-m", "fastdata.converters.cli", "bench", "--quick", "--groups", "train,eval,read,convert",
+           "--formats", "recordio", "--no-dali", "--resized", "0", "--workers", "1", "--out", str(out), "--quiet"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["machine"]["cpu_count"] and doc["machine"]["versions"]["torch"]
+    rows = {(r["group"], r["name"]): r for r in doc["results"]}
+    assert all(r["error"] is None for r in rows.values()), [r["error"] for r in rows.values() if r["error"]]
+    assert {g for g, _ in rows} == {"train", "eval", "read", "convert"}
+    assert all(r["median"] > 0 for r in rows.values())
+    assert rows[("train", "fastdata recordio, decode-aware")]["ratio_to_baseline"] > 0
+    assert "targets (ratios from this run)" in proc.stdout
+    assert (out / "results.txt").read_text().startswith("group")
+
+
+def test_a_failing_variant_is_reported_and_the_others_go_on():
+    calls = []
+
+    def ok():
+        calls.append(1)
+        return 10
+
+    def broken():
+        raise RuntimeError("boom")
+
+    results = run_interleaved([Variant("base", "g", ok), Variant("bad", "g", broken, baseline="base"),
+                               Variant("fast", "g", ok, baseline="base")], rounds=2, warmup=1)
+    by = {r.name: r for r in results}
+    assert by["bad"].error == "RuntimeError: boom" and not by["bad"].rates
+    assert len(by["fast"].rates) == 2 and len(calls) == 6  # warm-up + 2 rounds, for each good variant
+    assert ratios(results)[("g", "bad")] is None and ratios(results)[("g", "fast")] > 0
+    assert "failed" in table(results)
+    assert headline(results)[0].startswith("targets")
