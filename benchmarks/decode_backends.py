@@ -45,6 +45,15 @@ def main() -> None:
             np.asarray(img.resize((224, 224), Image.BILINEAR, box=(left, t, left + w, t + h)))
         return len(data)
 
+    def pil_eval():
+        for d in data:
+            img = pil_rgb(d)
+            scale = 256 / min(img.size)
+            img = img.resize((max(256, round(img.width * scale)), max(256, round(img.height * scale))), Image.BILINEAR)
+            left, top = (img.width - 224) // 2, (img.height - 224) // 2
+            np.asarray(img.crop((left, top, left + 224, top + 224)))
+        return len(data)
+
     train, evaluate = Compose([RandomResizedCrop(224), RandomHorizontalFlip()]), ResizedCenterCrop(256, 224)
 
     def each(fn):
@@ -61,10 +70,10 @@ def main() -> None:
         variants.append(Variant(f"fastdata decode, backend={b}", "decode",
                                 (lambda b=b: sum(1 for d in data if decode(d, backend=b) is not None)), baseline=base))
     variants += [Variant("Pillow decode + RandomResizedCrop(224)", "train", pil_rrc),
-                 Variant("fastdata decode-aware RRC(224) + flip", "train", each(train), baseline="Pillow decode + RandomResizedCrop(224)")]
+                 Variant("fastdata decode-aware RRC(224) + flip", "train", each(train), baseline="Pillow decode + RandomResizedCrop(224)"),
+                 Variant("Pillow Resize(256)+CenterCrop(224)", "eval", pil_eval),
+                 Variant("fastdata eval Resize(256)+CenterCrop(224)", "eval", each(evaluate), baseline="Pillow Resize(256)+CenterCrop(224)")]
     results = run_interleaved(variants, rounds=args.rounds, warmup=1, progress=lambda m: print(m, file=sys.stderr))
-    variants2 = [Variant("fastdata eval Resize(256)+CenterCrop(224)", "eval", each(evaluate))]
-    results += run_interleaved(variants2, rounds=args.rounds, warmup=1)
     print(table(results))
     write_all(results, {"folder": args.folder, "images": len(data), "one_core": True}, args.out)
 
