@@ -123,6 +123,10 @@ def _add_convert(sub) -> None:
     g.add_argument("--on-error", choices=("skip", "raise"), default="skip",
                    help="skip unreadable images and list them at the end (default), or stop at the first")
     g.add_argument("--allow-skips", action="store_true", help="finish (exit 0) even if images were skipped")
+    g.add_argument("--verify-decode", action="store_true",
+                   help="decode every pass-through JPEG (~10x slower); by default only its structure is checked "
+                        "(markers, frame header, EOI), so damage inside intact framing surfaces at training time "
+                        "as a DecodeError naming the record")
     g.add_argument("--overwrite", action="store_true", help="replace a dataset (or unfinished conversion) fastdata wrote in OUT")
     g.add_argument("--resume", action="store_true", help="finish an interrupted conversion in OUT (same options)")
     g = p.add_argument_group("processes and nodes")
@@ -184,6 +188,7 @@ def _run_convert(args: argparse.Namespace) -> int:
             workers=args.workers if args.workers is not None else available_cpus(),
             on_error=args.on_error,
             test_delay=args.test_delay,
+            verify_decode=args.verify_decode,
         ),
         src=src,
         list_file=args.list_file,

@@ -39,11 +39,14 @@ class RunOptions:
         on_error: ``"skip"`` records unreadable images and goes on; ``"raise"`` stops at the first.
         test_delay: seconds slept per image: a test-only hook (hidden option
             ``--test-delay``) that makes a run slow enough to kill mid-way.
+        verify_decode: decode every pass-through JPEG instead of checking its
+            structure only (see :mod:`.jpeg_check`); it can only add skips.
     """
 
     workers: int = 1
     on_error: str = "skip"
     test_delay: float = 0.0
+    verify_decode: bool = False
 
 
 @dataclasses.dataclass
@@ -90,7 +93,7 @@ def write_shards(
         return
     spec = registry.get(plan.options.format)
     o = plan.options
-    encode = EncodeOptions(resize=o.resize, quality=o.quality, reencode=o.reencode)
+    encode = EncodeOptions(resize=o.resize, quality=o.quality, reencode=o.reencode, verify_decode=run.verify_decode)
     chunks = [[s.items[i : i + BATCH] for i in range(0, len(s.items), BATCH)] for s in shards]
     tasks = ([item.path for item in chunk] for shard_chunks in chunks for chunk in shard_chunks)
     workers = max(1, min(run.workers, sum(len(c) for c in chunks)))

@@ -184,7 +184,7 @@ def test_bench_slot(capsys, monkeypatch):
     assert code == 2 and "fastdata bench" in err and "not available" in err
     seen = []
     fake = type(sys)("fastdata.bench.cli")
-    fake.main = lambda argv: seen.append(argv) or 0
+    fake.main = lambda argv, convert: seen.append((argv, convert.__name__)) or 0
     monkeypatch.setitem(sys.modules, "fastdata.bench.cli", fake)
     assert run_cli(capsys, "bench", "--rounds", "3", "x")[0] == 0
-    assert seen == [["--rounds", "3", "x"]]
+    assert seen == [(["--rounds", "3", "x"], "bench_convert")]  # the CLI injects the converter
