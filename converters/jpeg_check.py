@@ -10,11 +10,14 @@ Anything unusual (arithmetic or lossless coding, 12-bit samples, CMYK, junk
 between markers, bytes after EOI, MPO frames, rotated or odd EXIF, XMP
 orientation) gets ``None``, and the caller falls back to Pillow and a decode.
 
-What it cannot see: damage inside the entropy-coded data when the framing is
-intact (a file cut short loses its EOI and IS caught). Such an image is stored
-and then fails at training time in fastdata's decoder, which raises
-DecodeError naming the record; ``--verify-decode`` decodes every image at
-conversion time instead (about 10x slower for pass-through).
+What it cannot see: damage after the first scan header when the framing is
+intact (a later scan or table naming something the frame lacks, scrambled
+scan data). A file cut short loses its EOI and IS caught. libjpeg itself only
+warns about most damage inside scan data (grey blocks), so a decode adds less
+than it seems; what it adds is caught later anyway: at training time
+fastdata's decoder raises DecodeError naming the record. ``--verify-decode``
+decodes every image at conversion time instead (about 5-10x slower for
+pass-through).
 """
 
 from __future__ import annotations
