@@ -15,14 +15,24 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
-# spawn, not fork: the parent may hold native threads (tqdm, DALI, torch) whose locks a
-# fork would copy while held. Not forkserver: its workers are the server's children, and
-# the server outlives a kill -9 of the converter, so PR_SET_PDEATHSIG would not fire.
+# fork when this process runs no other thread (a spawned worker re-imports Python,
+# Pillow and the converters: 0.1-0.3 s each, more than a whole pass-through shard);
+# spawn otherwise: another thread (tqdm's monitor, DALI, torch) may hold a lock that a
+# fork would copy while held. Never forkserver: its workers are the server's children,
+# and the server outlives a kill -9 of the converter, so PR_SET_PDEATHSIG would not fire.
 START_METHOD = "spawn"
+
+
+def start_method() -> str:
+    """``"fork"`` on Linux while this is the only Python thread, else :data:`START_METHOD`."""
+    if sys.platform.startswith("linux") and threading.active_count() == 1:
+        return "fork"
+    return START_METHOD
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -80,7 +90,7 @@ def ordered_map(
         return
     executor = ProcessPoolExecutor(
         workers,
-        mp_context=multiprocessing.get_context(START_METHOD),
+        mp_context=multiprocessing.get_context(start_method()),
         initializer=_worker_init,
         initargs=(init, init_args),
     )
