@@ -18,6 +18,11 @@ from .keys import KeyIndex
 T = TypeVar("T")
 _MISSING: Any = object()
 
+# os.getpid() is a system call (glibc no longer caches it): too slow for a
+# per-read check. Keep the pid in a cell that fork children refresh.
+_PID = [os.getpid()]
+os.register_at_fork(after_in_child=lambda: _PID.__setitem__(0, os.getpid()))
+
 
 class MissingKeyError(FastDataError, KeyError):
     """A key that is not in the database. A ``KeyError`` too, so mapping-style code catches it."""
@@ -70,19 +75,19 @@ class Reader:
     # -- process-local handle --------------------------------------------------
 
     def _handle(self) -> Any:
-        if self._env is not None and self._pid == os.getpid():
+        if self._pid == _PID[0] and self._env is not None:
             return self._env
         with self._open_lock:
-            if self._env is None or self._pid != os.getpid():
+            if self._env is None or self._pid != _PID[0]:
                 self._env, self._token = _env.acquire(self._env_path, self._subdir, verify=self.verify)
                 self._file_size = os.path.getsize(self.data_file)
-                self._pid = os.getpid()
+                self._pid = _PID[0]
         return self._env
 
     def close(self) -> None:
         """Release this reader's handle (reopened on next use)."""
         with self._open_lock:
-            if self._token is not None and self._pid == os.getpid():
+            if self._token is not None and self._pid == _PID[0]:
                 _env.release(self._token)
             self._env, self._token, self._pid = None, None, -1
 
@@ -167,8 +172,8 @@ class Reader:
         except py_lmdb.Error as exc:
             raise _env.wrap(exc, self.data_file, key=key) from exc
 
-    def read(self, key: bytes, parse: Callable[[memoryview], T]) -> T:
-        """Run ``parse`` on the value of ``key`` while it is still a zero-copy view of the map.
+    def read(self, key: bytes, parse: Callable[..., T], *args: Any) -> T:
+        """Run ``parse(view, *args)`` on the value of ``key`` while it is still a zero-copy view of the map.
 
         ``parse`` must copy what it keeps: the view dies with the transaction.
 
@@ -191,7 +196,7 @@ class Reader:
                         key=key,
                         hint=_env._REBUILD_HINT,
                     )
-                return parse(view)
+                return parse(view, *args)
         except py_lmdb.Error as exc:
             raise _env.wrap(exc, self.data_file, key=key) from exc
 

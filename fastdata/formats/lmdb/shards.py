@@ -21,6 +21,7 @@ from .._atomic import commit, partial_path, remove, sha256_file
 from ..sample import Sample, ShardInfo
 from . import _env
 from .datum import datum_to_image, decode_datum, encode_datum
+from .fastpath import image_and_label
 from .reader import Reader
 from .writer import Writer
 
@@ -141,8 +142,9 @@ class ShardReader:
 
     def sample(self, i: int) -> tuple[bytes, int]:
         """The image file bytes and int label of the entry at position ``i``."""
-        key = self.reader.key(i)
-        return self.reader.read(key, lambda view: self._parse(view, key))
+        reader = self.reader
+        key = reader.key(i)
+        return reader.read(key, self._parse, key)
 
     def close(self) -> None:
         self.reader.close()
@@ -151,6 +153,9 @@ class ShardReader:
         return f"{type(self).__name__}({os.fspath(self.path)!r})"
 
     def _parse(self, value: memoryview, key: bytes) -> tuple[bytes, int]:
+        found = image_and_label(value)  # fastdata's own layout, without building a Datum
+        if found is not None:
+            return found
         if _is_image(value):
             return bytes(value), NO_LABEL
         if value[:1] == b"\x80" and 2 <= value[1] <= 5:  # pickle protocol 2-5 header, never a Datum's first tag

@@ -28,6 +28,7 @@ from .example_parse import (
     int64_list,
     parse_example,
 )
+from .fastpath import image_and_label
 from .index import default_index_path
 from .reader import Reader
 from .writer import Writer
@@ -133,6 +134,8 @@ class TFRecordShard:
         self.label_key = label_key
         self.label_base = (LABEL_BASE if label_key == LABEL_KEY else 0) if label_base is None else int(label_base)
         self._keys = (image_key.encode(), label_key.encode())
+        # fastdata's own layout can be read without the general parser (see fastpath.py)
+        self._fast = image_key == IMAGE_KEY and label_key == LABEL_KEY
 
     @property
     def path(self) -> str:
@@ -143,7 +146,12 @@ class TFRecordShard:
 
     def sample(self, i: int) -> tuple[bytes, Label]:
         """Record ``i`` as ``(image_bytes, label)`` with a 0-based label (see :func:`open_shard`)."""
-        return self._decode(self.reader[i], i)
+        record = self.reader[i]
+        if self._fast:
+            found = image_and_label(record)
+            if found is not None and found[1] >= self.label_base:
+                return found[0], found[1] - self.label_base
+        return self._decode(record, i)
 
     def __iter__(self) -> Iterator[tuple[bytes, Label]]:
         for i, record in enumerate(self.reader):
