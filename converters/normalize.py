@@ -94,10 +94,9 @@ def prepare(data: bytes, path: str, options: EncodeOptions = EncodeOptions()) ->
     """
     if not data:
         raise SkippedFile(path, "empty file (0 bytes)")
-    if not options.reencode and not options.verify_decode:
-        size = passthrough_size(data)
-        if size is not None and (options.resize is None or min(size) <= options.resize):
-            return Prepared(data, size[0], size[1])
+    kept = stored_as_is(data, options)
+    if kept is not None:
+        return kept
     if ImageFile.LOAD_TRUNCATED_IMAGES:  # someone relaxed Pillow globally; we must not accept truncated files
         ImageFile.LOAD_TRUNCATED_IMAGES = False
     with warnings.catch_warnings():
@@ -120,6 +119,19 @@ def prepare(data: bytes, path: str, options: EncodeOptions = EncodeOptions()) ->
             raise
         except Exception as exc:  # noqa: BLE001 - decoder failure on untrusted bytes: recorded, not hidden
             raise SkippedFile(path, f"corrupt or truncated {img.format or 'image'} ({_describe(exc)})") from None
+
+
+def stored_as_is(data: bytes, options: EncodeOptions = EncodeOptions()) -> Prepared | None:
+    """The file's own bytes when the structural check vouches for them (no decode), else None.
+
+    None means "decide by decoding" (:func:`prepare`), not "invalid".
+    """
+    if options.reencode or options.verify_decode:
+        return None
+    size = passthrough_size(data)
+    if size is None or (options.resize is not None and min(size) > options.resize):
+        return None
+    return Prepared(data, size[0], size[1])
 
 
 def _describe(exc: BaseException) -> str:

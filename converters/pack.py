@@ -26,7 +26,7 @@ from .normalize import EncodeOptions
 from .parallel import ordered_map
 from .plan import Plan, ShardPlan
 from .scan import SkippedFile
-from .work import Outcome, init_worker, process_batch
+from .work import Outcome, batch_in_parent, init_worker, process_batch
 
 BATCH = 8  # images per task: small enough to balance, large enough to amortise IPC
 
@@ -97,7 +97,9 @@ def write_shards(
     chunks = [[s.items[i : i + BATCH] for i in range(0, len(s.items), BATCH)] for s in shards]
     tasks = ([item.path for item in chunk] for shard_chunks in chunks for chunk in shard_chunks)
     workers = max(1, min(run.workers, sum(len(c) for c in chunks)))
-    results = ordered_map(process_batch, tasks, workers=workers, init=init_worker, init_args=(encode, run.test_delay))
+    results = ordered_map(
+        process_batch, tasks, workers=workers, init=init_worker, init_args=(encode, run.test_delay), local=batch_in_parent
+    )
     try:
         # Start the workers before any shard file is open: a forked child should inherit no writer.
         first = next(results)

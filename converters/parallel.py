@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, TypeVar
 
 # fork when this process runs no other thread (a spawned worker re-imports Python,
@@ -66,6 +66,16 @@ def _worker_init(init: Callable[..., None], args: tuple) -> None:
     init(*args)
 
 
+def _noop() -> None:
+    return None
+
+
+def _done(result: R) -> Future:
+    future: Future = Future()
+    future.set_result(result)
+    return future
+
+
 def ordered_map(
     fn: Callable[[T], R],
     tasks: Iterable[T],
@@ -74,11 +84,16 @@ def ordered_map(
     init: Callable[..., None],
     init_args: tuple[Any, ...] = (),
     window: int | None = None,
+    local: Callable[[T], R | None] | None = None,
 ) -> Iterator[R]:
     """Yield ``fn(task)`` for each task, in order.
 
     ``workers <= 1`` runs everything in this process (after ``init(*init_args)``).
-    Otherwise ``workers`` processes each run ``init`` once; they are shut
+    Otherwise ``local(task)``, when given, runs here first (after
+    ``init(*init_args)`` here too): a result that is not None is used as it is
+    and the task never crosses to a worker (cheaper than shipping its bytes
+    back through a pipe); None sends the task to ``fn`` in a worker.
+    ``workers`` processes each run ``init`` once; they are shut
     down when the generator finishes, raises or is closed. An exception
     raised by ``fn`` is re-raised here, in order; a worker that dies (killed
     by the OS, out of memory) raises ``BrokenProcessPool`` instead of hanging.
@@ -88,17 +103,28 @@ def ordered_map(
         for task in tasks:
             yield fn(task)
         return
+    method = start_method()
     executor = ProcessPoolExecutor(
         workers,
-        mp_context=multiprocessing.get_context(start_method()),
+        mp_context=multiprocessing.get_context(method),
         initializer=_worker_init,
         initargs=(init, init_args),
     )
+    if method == "fork":
+        # Fork every worker now, before the caller opens any output file (a child must not
+        # inherit a writer); spawned workers start lazily, only if a task needs one.
+        executor.submit(_noop)
     window = window or 3 * workers
     pending: collections.deque = collections.deque()
+    if local is not None:
+        init(*init_args)
     try:
         for task in tasks:
-            pending.append(executor.submit(fn, task))
+            result = local(task) if local is not None else None
+            if result is None:
+                pending.append(executor.submit(fn, task))
+            else:
+                pending.append(_done(result))
             if len(pending) >= window:
                 yield pending.popleft().result()
         while pending:

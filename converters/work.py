@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .normalize import EncodeOptions, prepare
+from .normalize import EncodeOptions, prepare, stored_as_is
 from .scan import SkippedFile
 
 # Per image: (bytes to store, height, width, normalisation reasons, source size), or the skip reason.
@@ -49,4 +49,25 @@ def process_batch(paths: list[str]) -> list[Outcome]:
             out.append(exc.reason)
             continue
         out.append((img.data, img.height, img.width, img.reasons, len(data)))
+    return out
+
+
+def batch_in_parent(paths: list[str]) -> list[Outcome] | None:
+    """The batch's outcomes when every file is a pass-through JPEG the structural
+    check vouches for (reading a file and walking its markers costs less than
+    pickling its bytes back from a worker); None sends the batch to a worker.
+    """
+    encode, delay = _WORKER["encode"], _WORKER["delay"]
+    if delay or encode.reencode or encode.verify_decode:
+        return None
+    out: list[Outcome] = []
+    for path in paths:
+        try:
+            data = read_file(path)
+        except SkippedFile:
+            return None  # the worker reports it, with the same reason as ever
+        kept = stored_as_is(data, encode)
+        if kept is None:
+            return None
+        out.append((kept.data, kept.height, kept.width, kept.reasons, len(data)))
     return out

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import io
+import os
 import struct
 
 import pytest
 from convkit import jpeg, make_folder, read_back, run_cli
 from fastdata.converters.jpeg_check import passthrough_size
 from fastdata.converters.normalize import EncodeOptions, prepare
+from fastdata.converters.parallel import ordered_map
 from fastdata.converters.scan import SkippedFile
 from PIL import Image
 
@@ -104,3 +106,22 @@ def test_cli_verify_decode(tmp_path, capsys):
     assert code == 0 and "zz.jpg" in err
     stored = sorted(image for image, _ in read_back(tmp_path / "slow")[1])
     assert stored == sorted(files.values())
+
+
+def _nothing() -> None:
+    return None
+
+
+def _in_worker(task: int) -> tuple[int, int]:
+    return task, os.getpid()
+
+
+def _in_parent(task: int) -> tuple[int, int] | None:
+    return (task, os.getpid()) if task % 3 else None
+
+
+def test_ordered_map_keeps_order_when_the_parent_takes_some_tasks():
+    got = list(ordered_map(_in_worker, range(20), workers=2, init=_nothing, local=_in_parent))
+    assert [t for t, _ in got] == list(range(20))
+    here = {t for t, pid in got if pid == os.getpid()}
+    assert here == {t for t in range(20) if t % 3}  # the rest crossed to a worker
