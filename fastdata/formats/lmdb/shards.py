@@ -156,6 +156,10 @@ class ShardReader:
         found = image_and_label(value)  # fastdata's own layout, without building a Datum
         if found is not None:
             return found
+        return self._parse_general(value, key)
+
+    def _parse_general(self, value: memoryview, key: bytes) -> tuple[bytes, int]:
+        """Any value layout (see the class docstring); the reference the fast path must agree with."""
         if _is_image(value):
             return bytes(value), NO_LABEL
         if value[:1] == b"\x80" and 2 <= value[1] <= 5:  # pickle protocol 2-5 header, never a Datum's first tag
