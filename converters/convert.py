@@ -64,8 +64,9 @@ class ConvertRequest:
 def convert(req: ConvertRequest, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """Run (or resume, or join) a conversion; returns the exit code (0 or 1).
 
-    With ``run.workers > 1`` the workers are *spawned* processes: a script that
-    calls this must do so under ``if __name__ == "__main__":``.
+    With ``run.workers > 1`` the workers are forked while this process runs no
+    other thread and *spawned* otherwise: a script that calls this must do so
+    under ``if __name__ == "__main__":``.
 
     Raises:
         FastDataError: bad options or source, an OUT that must not be touched,

@@ -32,8 +32,8 @@ _SOF_OK = frozenset({0xC0, 0xC1, 0xC2})
 _SOF_OTHER = frozenset({0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF})
 # SOI, EOI, JPG, DAC (arithmetic), DHP and EXP (hierarchical): not expected before a scan.
 _UNSURE = frozenset({0xD8, 0xD9, 0xC8, 0xCC, 0xDE, 0xDF})
-# APP segments whose short forms make Pillow's Image.open fail: (marker, prefix, shortest length).
-_PILLOW_MINIMUM = ((0xE0, b"JFIF", 7), (0xEE, b"Adobe", 7), (0xE2, b"ICC_PROFILE\x00", 14))
+# APP segments whose short forms make Pillow's Image.open fail: marker -> (prefix, shortest length).
+_PILLOW_MINIMUM = {0xE0: (b"JFIF", 7), 0xEE: (b"Adobe", 7), 0xE2: (b"ICC_PROFILE\x00", 14)}
 _ORIENTATION = 0x0112
 
 
@@ -90,8 +90,10 @@ def _walk(data: bytes, n: int) -> tuple[int, int] | None:
                 return None
         elif marker == 0xE2 and data[start : start + 4] == b"MPF\x00":
             return None  # MPO: Pillow parses the frame index; let it
-        elif any(marker == m and data.startswith(p, start) and length - 2 < k for m, p, k in _PILLOW_MINIMUM):
-            return None
+        elif marker in _PILLOW_MINIMUM:
+            prefix, shortest = _PILLOW_MINIMUM[marker]
+            if length - 2 < shortest and data.startswith(prefix, start):
+                return None
         elif marker == 0xDA:
             if frame is None or end >= n - 2 or not _scan_header(data, start, end, frame[2]):
                 return None

@@ -1,5 +1,8 @@
 """Filling planned shards: worker processes read and normalise images, this
 process writes each shard with the format's ``write_shard`` and records it.
+A batch of pass-through JPEGs that the structural check vouches for is read
+here instead (:func:`.work.batch_in_parent`): shipping its bytes back from a
+worker costs more than reading them.
 
 Workers get batches of paths in plan order and return prepared images in the
 same order (:func:`.parallel.ordered_map`), so a shard's bytes do not depend

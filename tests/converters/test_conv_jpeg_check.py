@@ -68,6 +68,10 @@ def test_what_it_refuses(shared_data):
     assert passthrough_size(good[:-1]) is None
     assert passthrough_size(good[:300] + good[-2:]) is None  # cut inside the headers
     assert passthrough_size(b"\xff\xd8\xff\xd9") is None
+    short_jfif = good[:2] + b"\xff\xe0\x00\x07JFIF\x00" + good[4 + int.from_bytes(good[4:6], "big") :]
+    assert passthrough_size(short_jfif) is None  # Pillow cannot open it: keep its verdict
+    with pytest.raises(SkippedFile, match="not an image"):
+        prepare(short_jfif, "j.jpg")
     assert passthrough_size(b"GIF89a" + bytes(100)) is None
     out = io.BytesIO()
     Image.new("CMYK", (8, 8)).save(out, "JPEG")
