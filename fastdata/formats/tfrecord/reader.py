@@ -29,7 +29,22 @@ if TYPE_CHECKING:
 
 _unpack_header = struct.Struct("<QI").unpack_from
 _unpack_u32 = struct.Struct("<I").unpack_from
+_pack_u64 = struct.Struct("<Q").pack
 _crc32c = crc32c.crc32c
+
+# The header CRC covers only the length, which the index already gives: look
+# the expected value up instead of slicing and hashing 8 bytes per read.
+_LENGTH_CRCS: dict[int, int] = {}
+
+
+def _length_crc(length: int) -> int:
+    """Masked CRC-32C of ``length`` as 8 little-endian bytes (memoised, bounded)."""
+    crc = _crc32c(_pack_u64(length))
+    crc = (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF
+    if len(_LENGTH_CRCS) >= 1 << 16:
+        _LENGTH_CRCS.clear()
+    _LENGTH_CRCS[length] = crc
+    return crc
 
 # os.getpid() is a system call (glibc no longer caches it): too slow for a
 # per-record check. Keep the pid in a cell that fork children refresh.
@@ -201,8 +216,10 @@ class Reader:
         if not self.verify:
             return mm[start : start + length]
         stored_length, stored = _unpack_header(mm, offset)
-        crc = _crc32c(mm[offset : offset + 8])
-        if stored_length != length or (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF != stored:
+        crc = _LENGTH_CRCS.get(length)
+        if crc is None:
+            crc = _length_crc(length)
+        if stored_length != length or crc != stored:
             self._raise_header(offset, length)
         data = mm[start : start + length]
         crc = _crc32c(data)
