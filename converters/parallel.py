@@ -66,10 +66,6 @@ def _worker_init(init: Callable[..., None], args: tuple) -> None:
     init(*args)
 
 
-def _noop() -> None:
-    return None
-
-
 def _done(result: R) -> Future:
     future: Future = Future()
     future.set_result(result)
@@ -93,8 +89,9 @@ def ordered_map(
     ``init(*init_args)`` here too): a result that is not None is used as it is
     and the task never crosses to a worker (cheaper than shipping its bytes
     back through a pipe); None sends the task to ``fn`` in a worker.
-    ``workers`` processes each run ``init`` once; they are shut
-    down when the generator finishes, raises or is closed. An exception
+    ``workers`` processes, started at the first task that needs one, each
+    run ``init`` once; they are shut down when the generator finishes,
+    raises or is closed. An exception
     raised by ``fn`` is re-raised here, in order; a worker that dies (killed
     by the OS, out of memory) raises ``BrokenProcessPool`` instead of hanging.
     """
@@ -103,31 +100,36 @@ def ordered_map(
         for task in tasks:
             yield fn(task)
         return
-    method = start_method()
-    executor = ProcessPoolExecutor(
-        workers,
-        mp_context=multiprocessing.get_context(method),
-        initializer=_worker_init,
-        initargs=(init, init_args),
-    )
-    if method == "fork":
-        # Fork every worker now, before the caller opens any output file (a child must not
-        # inherit a writer); spawned workers start lazily, only if a task needs one.
-        executor.submit(_noop)
     window = window or 3 * workers
     pending: collections.deque = collections.deque()
+    executor: ProcessPoolExecutor | None = None
+    handed_out = False
     if local is not None:
         init(*init_args)
     try:
         for task in tasks:
             result = local(task) if local is not None else None
-            if result is None:
-                pending.append(executor.submit(fn, task))
-            else:
+            if result is not None:
                 pending.append(_done(result))
+            else:
+                if executor is None:
+                    # Started at the first task that needs one (never, when local does all).
+                    # Fork only before the first result is handed out: after that the
+                    # caller may hold an open output file, which a forked child would inherit.
+                    method = START_METHOD if handed_out else start_method()
+                    executor = ProcessPoolExecutor(
+                        workers,
+                        mp_context=multiprocessing.get_context(method),
+                        initializer=_worker_init,
+                        initargs=(init, init_args),
+                    )
+                pending.append(executor.submit(fn, task))
             if len(pending) >= window:
+                handed_out = True
                 yield pending.popleft().result()
         while pending:
+            handed_out = True
             yield pending.popleft().result()
     finally:
-        executor.shutdown(wait=True, cancel_futures=True)
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)

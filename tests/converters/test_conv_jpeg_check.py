@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import multiprocessing
 import os
 import struct
 
@@ -129,3 +130,12 @@ def test_ordered_map_keeps_order_when_the_parent_takes_some_tasks():
     assert [t for t, _ in got] == list(range(20))
     here = {t for t, pid in got if pid == os.getpid()}
     assert here == {t for t in range(20) if t % 3}  # the rest crossed to a worker
+
+
+def test_no_worker_starts_when_the_parent_takes_every_task():
+    parent = os.getpid()
+    seen = []
+    for task, pid in ordered_map(_in_worker, range(30), workers=2, init=_nothing, local=lambda t: (t, parent)):
+        seen.append(task)
+        assert pid == parent and multiprocessing.active_children() == []
+    assert seen == list(range(30))
