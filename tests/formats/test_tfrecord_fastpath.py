@@ -84,7 +84,7 @@ def _entries(record: bytes) -> list[bytes]:
     """The raw map entries (tag, length, body) of a fastdata Example, in order."""
     from fastdata.formats.tfrecord.example_parse import _varint
 
-    n, pos = _varint(record, 1)
+    pos = _varint(record, 1)[1]
     out = []
     while pos < len(record):
         m, s = _varint(record, pos + 1)

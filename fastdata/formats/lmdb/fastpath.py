@@ -17,6 +17,7 @@ cannot change anything, and the label goes through the same int32 rule.
 
 from __future__ import annotations
 
+from ...errors import FormatError
 from .._protowire import decode_varint
 from .datum import _as_int32
 
@@ -53,5 +54,5 @@ def image_and_label(value: bytes | memoryview) -> tuple[bytes, int] | None:
                 return None
             label = _as_int32(label)
         return bytes(value[s:e]), label
-    except Exception:  # IndexError, or FormatError from a bad varint: not this layout
+    except (IndexError, FormatError):  # ran off the end, or a bad varint: not this layout
         return None

@@ -3,12 +3,13 @@
 :func:`encode_sample` always writes the same seven features in the same
 order (image, format, label, text, filename, height, width), each map entry
 as ``key field, value field`` with one list holding one value. For such a
-record the image and the label sit at positions a handful of varints away,
-so :func:`image_and_label` checks that exact byte structure with a few
-``startswith`` calls and reads them directly, instead of walking the generic
-protobuf parser. Anything that deviates in the slightest (another key order,
-extra or missing features, a multi-value or float label, long varints,
-lengths that do not chain up to the end of the record) returns ``None`` and
+record the image and the label sit a handful of varints away, so
+:func:`image_and_label` checks that exact byte structure (each short entry
+against a precomputed prefix for its length, in one ``startswith``) and reads
+them directly, instead of walking the generic protobuf parser. Anything that
+deviates in the slightest (another key order, extra or missing features, a
+multi-value, negative or float label, nested lengths that do not end where
+their entry ends, entries that do not chain up to the end of the record) returns ``None`` and
 the caller uses :func:`.example_parse.find_features`, which handles and
 reports everything. The check is strict enough that whenever it accepts a
 record the general parser returns the same image and label: every map entry
@@ -18,7 +19,7 @@ fixed key order rules out a repeated image or label key.
 
 from __future__ import annotations
 
-from .._protowire import decode_varint
+from ...errors import FormatError
 from .example_parse import _varint
 
 # Key field (tag 1, length, name) plus the value field's tag, for each entry in write order.
@@ -116,7 +117,7 @@ def image_and_label(rec: bytes) -> tuple[bytes, int] | None:
         if p != end:
             return None
         return image, label
-    except Exception:  # IndexError, or FormatError from a bad varint: not the fast layout
+    except (IndexError, FormatError):  # ran off the end, or a bad varint: not the fast layout
         return None
 
 
