@@ -104,8 +104,7 @@ def write_shards(
         process_batch, tasks, workers=workers, init=init_worker, init_args=(encode, run.test_delay), local=batch_in_parent
     )
     try:
-        # Take a first result before any shard file is open: workers are only forked until then,
-        # so that no child inherits a writer (see parallel.ordered_map).
+        # A first result before any shard file is open: most runs fork their workers by then.
         first = next(results)
         pulled = _Pulled(first, results)
         for shard, shard_chunks in zip(shards, chunks):

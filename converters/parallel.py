@@ -103,7 +103,6 @@ def ordered_map(
     window = window or 3 * workers
     pending: collections.deque = collections.deque()
     executor: ProcessPoolExecutor | None = None
-    handed_out = False
     if local is not None:
         init(*init_args)
     try:
@@ -113,10 +112,12 @@ def ordered_map(
                 pending.append(_done(result))
             else:
                 if executor is None:
-                    # Started at the first task that needs one (never, when local does all).
-                    # Fork only before the first result is handed out: after that the
-                    # caller may hold an open output file, which a forked child would inherit.
-                    method = START_METHOD if handed_out else start_method()
+                    # Started at the first task that needs one (never, when local does all),
+                    # possibly while the caller has an output file open. A forked child
+                    # inherits that writer but cannot harm it: it never touches it, the
+                    # parent's frames keep it reachable (no finaliser flushes it), the child
+                    # leaves by os._exit and dies with the parent.
+                    method = start_method()
                     executor = ProcessPoolExecutor(
                         workers,
                         mp_context=multiprocessing.get_context(method),
@@ -125,10 +126,8 @@ def ordered_map(
                     )
                 pending.append(executor.submit(fn, task))
             if len(pending) >= window:
-                handed_out = True
                 yield pending.popleft().result()
         while pending:
-            handed_out = True
             yield pending.popleft().result()
     finally:
         if executor is not None:
