@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -242,7 +241,3 @@ def _conversions(s: Settings) -> list[Variant]:
         rows.append(Variant(f"fastdata convert {fmt}, {s.workers} workers", "convert", conv(fmt, s.workers), baseline=base))
     rows.append(Variant("fastdata convert recordio, 1 worker", "convert", conv("recordio", 1), baseline=base))
     return rows
-
-
-def scratch_dir() -> str:
-    return tempfile.mkdtemp(prefix="fastdata-bench-")

@@ -13,7 +13,7 @@ import torch
 from fastdata.errors import FastDataError, FormatError
 from fastdata.formats import Manifest, registry
 
-from formatkit import data_file, make_samples, open_all, read_all, shard_options, write
+from formatkit import data_file, make_samples, open_all, read_all, write
 
 FORMATS = registry.names()
 

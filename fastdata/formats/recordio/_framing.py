@@ -3,10 +3,9 @@ validated walk over one record's parts (see ``spec.md``)."""
 
 from __future__ import annotations
 
-from ...errors import ConfigError
 import struct
 
-from ...errors import FormatError
+from ...errors import ConfigError, FormatError
 
 MAGIC = 0xCED7230A
 MAGIC_BYTES = MAGIC.to_bytes(4, "little")  # b"\x0a\x23\xd7\xce"

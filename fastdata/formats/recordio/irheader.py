@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from ...errors import ConfigError
 import numbers
 import struct
 from typing import NamedTuple
 
 import numpy as np
 
-from ...errors import FormatError
+from ...errors import ConfigError, FormatError
 
 IR_FORMAT = struct.Struct("<IfQQ")  # flag, label, id, id2
 IR_SIZE = IR_FORMAT.size  # 24

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ...errors import ConfigError
 import operator
 import os
 from pathlib import Path
 
+from ...errors import ConfigError
 from . import _framing
 from . import index as _index
 
