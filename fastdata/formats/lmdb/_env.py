@@ -8,12 +8,20 @@ an environment inherited across ``fork()`` must not be used by the child. So
 every read-only handle comes from :func:`acquire`, which shares one
 ``Environment`` per data file among all readers of a process and drops the
 parent's handles the first time a forked child asks for one.
+
+Finalisers never take the table's lock: a garbage-collection pass can run
+one at any allocation, including one made by code that holds the lock (an
+``acquire`` opening a file), and the thread would then wait on itself. A
+finalised reader only appends its token to a lock-free queue
+(:func:`release_later`); the next :func:`acquire` or :func:`release` (or
+:func:`drain`) closes it under the lock.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +90,9 @@ class _Handles:
         self.envs: dict[tuple[int, int], list[Any]] = {}  # identity -> [env, refcount]
         # (dev, ino, size, mtime) of data files that passed verify(); kept across fork
         self.verified: set[tuple[int, int, int, int]] = set()
+        # (pid, token) pairs queued by finalisers. deque.append is atomic and
+        # takes no Python-level lock, so a finaliser may run it anywhere.
+        self.pending: deque[tuple[int, tuple[int, int]]] = deque()
 
 
 _HANDLES = _Handles()
@@ -119,6 +130,7 @@ def acquire(env_path: Path, subdir: bool, *, verify: bool = True) -> tuple[Any, 
     with _HANDLES.lock:
         if _HANDLES.pid != os.getpid():
             _forget_parent_handles()
+        _drain_locked()
         entry = _HANDLES.envs.get(ident)
         version = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
         if verify and version not in _HANDLES.verified:
@@ -136,13 +148,48 @@ def release(token: tuple[int, int]) -> None:
     with _HANDLES.lock:
         if _HANDLES.pid != os.getpid():
             return  # a handle of the parent process: the child leaves it alone
-        entry = _HANDLES.envs.get(token)
-        if entry is None:
+        _drain_locked()
+        _release_locked(token)
+
+
+def release_later(token: tuple[int, int]) -> None:
+    """:func:`release` for finalisers: queue the token without taking any lock.
+
+    Safe in ``__del__`` at any point, even while this thread holds the table's
+    lock; the environment closes at the next :func:`acquire`, :func:`release`
+    or :func:`drain` in this process.
+    """
+    _HANDLES.pending.append((os.getpid(), token))
+
+
+def drain() -> None:
+    """Close the environments that finalised readers queued with :func:`release_later`."""
+    with _HANDLES.lock:
+        if _HANDLES.pid == os.getpid():
+            _drain_locked()
+
+
+def _drain_locked() -> None:
+    # popleft until empty rather than iterating: a finaliser run by a GC pass
+    # inside this loop may append meanwhile, and that is fine.
+    pid = os.getpid()
+    while True:
+        try:
+            owner, token = _HANDLES.pending.popleft()
+        except IndexError:
             return
-        entry[1] -= 1
-        if entry[1] <= 0:
-            del _HANDLES.envs[token]
-            entry[0].close()
+        if owner == pid:  # a token queued before fork() belongs to the parent
+            _release_locked(token)
+
+
+def _release_locked(token: tuple[int, int]) -> None:
+    entry = _HANDLES.envs.get(token)
+    if entry is None:
+        return
+    entry[1] -= 1
+    if entry[1] <= 0:
+        del _HANDLES.envs[token]
+        entry[0].close()
 
 
 def check_structure(path: Path) -> None:
@@ -168,6 +215,7 @@ def _forget_parent_handles() -> None:
         except py_lmdb.Error:
             pass
     _HANDLES.envs.clear()
+    _HANDLES.pending.clear()  # tokens of the parent's readers
     _HANDLES.pid = os.getpid()
 
 

@@ -98,8 +98,12 @@ class Reader:
         self.close()
 
     def __del__(self) -> None:
+        # No lock here, not even our own: the garbage collector may run this
+        # inside any allocation, e.g. one made while _env's lock is held.
         try:
-            self.close()
+            if self._token is not None and self._pid == _PID[0]:
+                _env.release_later(self._token)
+                self._token = None
         except Exception:  # interpreter shutdown: modules may be gone already
             pass
 
