@@ -127,7 +127,8 @@ def _add_convert(sub) -> None:
                    help="decode every pass-through JPEG (~10x slower); by default only its structure is checked "
                         "(markers, frame header, EOI), so damage inside intact framing surfaces at training time "
                         "as a DecodeError naming the record")
-    g.add_argument("--overwrite", action="store_true", help="replace a dataset (or unfinished conversion) fastdata wrote in OUT")
+    g.add_argument("--overwrite", action="store_true", help="replace a dataset (or unfinished conversion) fastdata wrote in OUT: deletes only the "
+                        "files its manifest or plan lists; other files in OUT stay")
     g.add_argument("--resume", action="store_true", help="finish an interrupted conversion in OUT (same options)")
     g = p.add_argument_group("processes and nodes")
     g.add_argument("--workers", type=int, default=None, metavar="N", help="worker processes (default: all usable CPUs)")

@@ -212,6 +212,9 @@ def _check_nesting(src: Path, out: Path) -> None:
 def _load_or_make_plan(req: ConvertRequest, out: Path, source: dict, stderr: TextIO) -> Plan:
     kind = state.classify(out)
     if kind == state.FOREIGN:
+        problem = state.foreign_manifest(out)
+        if problem:
+            raise ConfigError(f"{problem}, {state.NOT_OURS}")
         raise ConfigError(
             f"{out}: output directory is not empty and was not written by fastdata; choose a new or empty "
             "directory (fastdata never deletes files it did not write, even with --overwrite)"

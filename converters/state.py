@@ -16,9 +16,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from fastdata.errors import ConfigError
+from fastdata.errors import ConfigError, ManifestError
 from fastdata.formats._atomic import PARTIAL_SUFFIX, remove, write_text_atomic
-from fastdata.formats.manifest import MANIFEST_NAME
+from fastdata.formats.manifest import MANIFEST_NAME, Manifest
 
 from .plan import PLAN_NAME, Plan, ShardPlan
 
@@ -31,8 +31,9 @@ NEW, FINISHED, UNFINISHED, FOREIGN = "new", "finished", "unfinished", "foreign"
 
 def classify(out: str | os.PathLike[str]) -> str:
     """``"new"`` (missing or empty), ``"unfinished"`` (a plan is there),
-    ``"finished"`` (a manifest in OUT or OUT/train, OUT/val) or ``"foreign"``
-    (a non-empty directory fastdata did not write).
+    ``"finished"`` (a fastdata manifest in OUT or OUT/train, OUT/val) or
+    ``"foreign"`` (a non-empty directory fastdata did not write, or one
+    holding a ``manifest.json`` that is not fastdata's).
 
     Raises:
         ConfigError: ``out`` exists and is not a directory.
@@ -44,15 +45,81 @@ def classify(out: str | os.PathLike[str]) -> str:
         raise ConfigError(f"{out}: output path exists and is not a directory")
     if (out / PLAN_NAME).exists():
         return UNFINISHED
-    if (out / MANIFEST_NAME).exists() or any((out / s / MANIFEST_NAME).exists() for s in SPLIT_NAMES):
-        return FINISHED
+    manifests = manifest_dirs(out)
+    if manifests:
+        return FOREIGN if foreign_manifest(out) else FINISHED
     return FOREIGN if any(out.iterdir()) else NEW
 
 
+def manifest_dirs(out: str | os.PathLike[str]) -> list[Path]:
+    """The dataset directories of OUT that hold a ``manifest.json``: OUT itself, OUT/train, OUT/val."""
+    out = Path(out)
+    return [d for d in (out, *(out / s for s in SPLIT_NAMES)) if (d / MANIFEST_NAME).exists()]
+
+
+def foreign_manifest(out: str | os.PathLike[str]) -> str | None:
+    """Why a ``manifest.json`` in OUT (or OUT/train, OUT/val) is not one fastdata
+    wrote and can read, naming the file; None when every manifest there is fastdata's."""
+    for directory in manifest_dirs(out):
+        try:
+            Manifest.read(directory)
+        except (ManifestError, OSError, UnicodeDecodeError) as exc:
+            path = str(directory / MANIFEST_NAME)
+            reason = str(exc).removeprefix(f"{path}: ")
+            return f"{path}: {reason.split(';')[0]}"
+    return None
+
+
 def wipe(out: str | os.PathLike[str]) -> None:
-    """Empty an output directory that :func:`classify` says fastdata wrote."""
-    for child in Path(out).iterdir():
-        remove(child)
+    """Delete what fastdata wrote in OUT and nothing else: the files its
+    manifests and its plan list (shards, indexes, extra files, partial files
+    of those), the manifests, the plan and the state records. Split folders
+    left empty are removed; files a user put beside the shards stay.
+
+    Raises:
+        ConfigError: a ``manifest.json`` there is not fastdata's (nothing is deleted).
+    """
+    out = Path(out)
+    problem = foreign_manifest(out)
+    if problem:
+        raise ConfigError(f"{problem}, {NOT_OURS}")
+    doomed: list[Path] = []
+    for directory in manifest_dirs(out):
+        for name in Manifest.read(directory).files():
+            if name in ("", ".", "..") or Path(name).name != name:
+                continue  # only names beside the manifest: a hand-edited one must not reach elsewhere
+            doomed += [directory / name, directory / (name + PARTIAL_SUFFIX)]
+        doomed.append(directory / MANIFEST_NAME)
+    try:
+        plan = Plan.load(out) if (out / PLAN_NAME).exists() else None
+    except (ManifestError, OSError, UnicodeDecodeError):
+        plan = None  # unreadable: its shards cannot be named, so they stay (a new run replaces same-named ones)
+    if plan is not None:
+        for shard in plan.shards:
+            doomed += shard_files(plan.split_dir(out, shard.split), shard.file)
+    doomed += [out / STATE_DIR, out / LOCK_NAME, out / PLAN_NAME, *out.glob(f"{PLAN_NAME}.*{PARTIAL_SUFFIX}")]
+    for path in doomed:
+        remove(path)
+    for split in SPLIT_NAMES:
+        directory = out / split
+        if directory.is_dir() and not any(directory.iterdir()):
+            directory.rmdir()
+
+
+#: Why fastdata refuses an output folder it did not write, even with --overwrite.
+NOT_OURS = (
+    "so this output directory was not written by fastdata, and fastdata never deletes files it did not write "
+    "(even with --overwrite): choose a new or empty output directory"
+)
+
+
+def shard_files(directory: Path, file: str) -> list[Path]:
+    """Every name a shard's writer may leave in ``directory``: the shard, its
+    index (``shard-00000.idx`` for RecordIO, ``shard-00000.tfrecord.idx`` for
+    TFRecord) and their ``.partial`` names."""
+    stem = file.rsplit(".", 1)[0]
+    names = dict.fromkeys([file, f"{stem}.idx", f"{file}.idx"])
+    return [directory / (name + suffix) for name in names for suffix in ("", PARTIAL_SUFFIX)]
 
 
 def record_path(out: str | os.PathLike[str], shard: ShardPlan) -> Path:
@@ -88,19 +155,15 @@ def clear_shard(out: str | os.PathLike[str], plan: Plan, shard: ShardPlan) -> No
     """Remove whatever an interrupted attempt left of ``shard``: its record,
     its final-named files (and index) and its ``.partial`` files."""
     remove(record_path(out, shard))
-    directory = plan.split_dir(out, shard.split)
-    stem = shard.file.rsplit(".", 1)[0]
-    if directory.is_dir():
-        for leftover in directory.glob(f"{stem}.*"):
-            remove(leftover)
+    for leftover in shard_files(plan.split_dir(out, shard.split), shard.file):
+        remove(leftover)
 
 
 def remove_partials(out: str | os.PathLike[str], plan: Plan) -> None:
-    """Discard every ``.partial`` file of the plan's split directories (single-node resume)."""
-    for split in plan.splits:
-        directory = plan.split_dir(out, split)
-        if directory.is_dir():
-            for leftover in directory.glob(f"*{PARTIAL_SUFFIX}"):
+    """Discard the ``.partial`` files of the plan's shards (single-node resume)."""
+    for shard in plan.shards:
+        for leftover in shard_files(plan.split_dir(out, shard.split), shard.file):
+            if leftover.name.endswith(PARTIAL_SUFFIX):
                 remove(leftover)
 
 

@@ -13,12 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from .._version import __version__
-from ..errors import ManifestError
+from ..errors import FormatError, ManifestError
 from ._atomic import write_text_atomic
 from .sample import ShardInfo
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 1
+
+#: ``extra`` keys whose value is the name of a file beside the shards that
+#: fastdata wrote (a format's finalize hook or the converter): the DALI index,
+#: the targets ``.npy``, the record-to-source-file list.
+FILE_EXTRAS = ("dali_index", "targets", "sources")
 
 
 @dataclasses.dataclass
@@ -50,6 +55,47 @@ class Manifest:
     def class_to_idx(self) -> dict[str, int]:
         return {c: i for i, c in enumerate(self.classes)}
 
+    def files(self) -> list[str]:
+        """Every file of the dataset but ``manifest.json``, relative to its
+        directory: shards, their indexes and the files named in :data:`FILE_EXTRAS`."""
+        names = [s.file for s in self.shards] + [s.index for s in self.shards if s.index]
+        names += [self.extra[k] for k in FILE_EXTRAS if isinstance(self.extra.get(k), str)]
+        return list(dict.fromkeys(names))
+
+    def shard_sizes(self, directory: str | os.PathLike[str]) -> list[tuple[Path, int | None]]:
+        """``(data file, its size now)`` per shard, in manifest order; the size
+        is None when the file is missing. The data file of an LMDB shard
+        directory is its ``data.mdb``, whose size the manifest records."""
+        out = []
+        for info in self.shards:
+            path = Path(directory) / info.file
+            if path.is_dir():
+                path = path / "data.mdb"
+            try:
+                out.append((path, path.stat().st_size))
+            except OSError:
+                out.append((path, None))
+        return out
+
+    def check_shard_sizes(self, directory: str | os.PathLike[str]) -> None:
+        """Compare each shard file's size with the manifest's (one ``stat`` per shard).
+
+        Raises:
+            FormatError: a shard is missing, truncated or replaced; the message
+                names the file, both sizes and the fix.
+        """
+        bad = [(path, size, info.bytes) for (path, size), info in zip(self.shard_sizes(directory), self.shards) if size != info.bytes]
+        if not bad:
+            return
+        path, size, expected = bad[0]
+        others = f"; {len(bad) - 1} other shard(s) differ too" if len(bad) > 1 else ""
+        what = "is missing" if size is None else f"is {size} bytes but the manifest says {expected}"
+        raise FormatError(
+            f"shard {what} (truncated or changed after conversion){others}",
+            path=path,
+            hint=f"run `fastdata verify {os.fspath(directory)}` to check every shard, and re-convert the dataset to repair it",
+        )
+
     def to_json(self) -> str:
         doc = {
             "manifest_version": MANIFEST_VERSION,
@@ -72,6 +118,8 @@ class Manifest:
             raise ManifestError(f"{source}: not valid JSON ({exc}); re-run the conversion") from exc
         if not isinstance(doc, dict):
             raise ManifestError(f"{source}: expected a JSON object")
+        if "manifest_version" not in doc:
+            raise ManifestError(f"{source}: not a fastdata manifest (it has no manifest_version field)")
         version = doc.get("manifest_version")
         if version != MANIFEST_VERSION:
             raise ManifestError(
