@@ -23,16 +23,29 @@ from .probe import (
 )
 
 
-def run(path: str, *, as_json: bool = False, records: int = 5, stdout: TextIO | None = None) -> int:
-    """Print a description of ``path``; returns 0 (errors raise FastDataError)."""
-    stdout = stdout or sys.stdout
+def run(
+    path: str, *, as_json: bool = False, records: int = 5, stdout: TextIO | None = None, stderr: TextIO | None = None
+) -> int:
+    """Print a description of ``path``; returns 0, or 1 when a shard's file
+    size differs from its manifest's (each such shard is named on stderr).
+    Errors that stop the description raise FastDataError."""
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     report = describe(path, records=records)
     if as_json:
         print(json.dumps(report, indent=1, default=_jsonable), file=stdout)
     else:
         for line in _text(report):
             print(line, file=stdout)
-    return 0
+    problems = _problems(report)
+    for problem in problems:
+        print(f"fastdata inspect: PROBLEM {problem}", file=stderr)
+    return 1 if problems else 0
+
+
+def _problems(report: dict[str, Any]) -> list[str]:
+    if report["kind"] == SPLITS:
+        return [p for sub in report["splits"].values() for p in _problems(sub)]
+    return list(report.get("problems", []))
 
 
 def describe(path: str, *, records: int = 5) -> dict[str, Any]:
@@ -52,10 +65,13 @@ def describe(path: str, *, records: int = 5) -> dict[str, Any]:
 
 def _describe_dataset(target: Target, records: int) -> dict[str, Any]:
     m = target.manifest
+    sizes = [size for _, size in m.shard_sizes(target.path)]
     shown: list[dict[str, Any]] = []
     for i, info in enumerate(m.shards):
         if len(shown) >= records:
             break
+        if sizes[i] != info.bytes:
+            continue  # its records cannot be trusted; the size problem is reported instead
         reader = open_dataset_shard(target.path, m, i)
         for j in range(min(len(reader), records - len(shown))):
             data, label = reader.sample(j)
@@ -71,7 +87,11 @@ def _describe_dataset(target: Target, records: int) -> dict[str, Any]:
         "kind": DATASET,
         "format": m.format,
         "records": m.num_samples,
-        "shards": [{"file": s.file, "records": s.records, "bytes": s.bytes, "index": s.index} for s in m.shards],
+        "shards": [
+            {"file": s.file, "records": s.records, "bytes": s.bytes, "file_bytes": size, "index": s.index}
+            for s, size in zip(m.shards, sizes)
+        ],
+        "problems": [str(e) for e in m.size_problems(target.path)],
         "classes": m.classes,
         "label_base": m.label_base,
         "fastdata_version": m.fastdata_version,
@@ -234,11 +254,15 @@ def _text(report: dict[str, Any], indent: str = "") -> list[str]:
         if classes:
             shown = ", ".join(f"{i}={c}" for i, c in enumerate(classes[:20]))
             lines.append(f"{indent}classes: {shown}{' ...' if len(classes) > 20 else ''}")
-        for s in report["shards"][:10]:
+        # the first 10 shards, and any shard of the wrong size after them
+        listed = [s for k, s in enumerate(report["shards"]) if k < 10 or s["file_bytes"] != s["bytes"]]
+        for s in listed:
             index = f", index {s['index']}" if s["index"] else ""
-            lines.append(f"{indent}  {s['file']}: {s['records']} records, {s['bytes']} bytes{index}")
-        if len(report["shards"]) > 10:
-            lines.append(f"{indent}  ... {len(report['shards']) - 10} more shards")
+            size = "missing" if s["file_bytes"] is None else f"{s['file_bytes']} bytes"
+            wrong = f" -- WRONG SIZE: the manifest says {s['bytes']} bytes" if s["file_bytes"] != s["bytes"] else ""
+            lines.append(f"{indent}  {s['file']}: {s['records']} records, {size}{index}{wrong}")
+        if len(report["shards"]) > len(listed):
+            lines.append(f"{indent}  ... {len(report['shards']) - len(listed)} more shards")
     else:
         comp = f", {report['compression']}-compressed" if report.get("compression") else ""
         lines.append(f"{indent}{report['path']}: {report['format']} file{comp}, {report['records']} records")

@@ -31,7 +31,13 @@ it, ``dataset.targets`` costs one small read instead of a pass over records."""
 
 
 def converted(format_name: str, path: PathArg, paths: list[str], manifest: Any, options: dict[str, Any]) -> ShardSet:
-    """The ShardSet of a converted directory: counts and targets file from its manifest."""
+    """The ShardSet of a converted directory: counts and targets file from its manifest.
+
+    Every converted directory a dataset or stream opens passes here, so this
+    is where each shard's size is checked against the manifest (one ``stat``
+    each): a truncated shard fails now, not in a worker when its last record is read.
+    """
+    manifest.check_shard_sizes(path)
     targets = manifest.extra.get(TARGETS_EXTRA)
     return ShardSet(
         format_name,

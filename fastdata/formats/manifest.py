@@ -77,24 +77,37 @@ class Manifest:
                 out.append((path, None))
         return out
 
+    def size_problems(self, directory: str | os.PathLike[str]) -> list[FormatError]:
+        """One error per shard whose file is missing or not the manifest's size;
+        each names the file, both sizes and the fix."""
+        out = []
+        for (path, size), info in zip(self.shard_sizes(directory), self.shards):
+            if size == info.bytes:
+                continue
+            what = "is missing" if size is None else f"is {size} bytes but the manifest says {info.bytes}"
+            out.append(
+                FormatError(
+                    f"shard {what} (truncated or changed after conversion)",
+                    path=path,
+                    hint=f"run `fastdata verify {os.fspath(directory)}` to check every shard, "
+                    "and re-convert the dataset to repair it",
+                )
+            )
+        return out
+
     def check_shard_sizes(self, directory: str | os.PathLike[str]) -> None:
         """Compare each shard file's size with the manifest's (one ``stat`` per shard).
 
         Raises:
-            FormatError: a shard is missing, truncated or replaced; the message
-                names the file, both sizes and the fix.
+            FormatError: the first shard that is missing, truncated or replaced
+                (see :meth:`size_problems`), saying how many others are.
         """
-        bad = [(path, size, info.bytes) for (path, size), info in zip(self.shard_sizes(directory), self.shards) if size != info.bytes]
-        if not bad:
-            return
-        path, size, expected = bad[0]
-        others = f"; {len(bad) - 1} other shard(s) differ too" if len(bad) > 1 else ""
-        what = "is missing" if size is None else f"is {size} bytes but the manifest says {expected}"
-        raise FormatError(
-            f"shard {what} (truncated or changed after conversion){others}",
-            path=path,
-            hint=f"run `fastdata verify {os.fspath(directory)}` to check every shard, and re-convert the dataset to repair it",
-        )
+        problems = self.size_problems(directory)
+        if len(problems) == 1:
+            raise problems[0]
+        if problems:
+            first = problems[0]
+            raise FormatError(f"{first.reason}; {len(problems) - 1} other shard(s) differ too", path=first.path, hint=first.hint)
 
     def to_json(self) -> str:
         doc = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
@@ -67,6 +68,24 @@ def test_inspect_errors(tmp_path, capsys):
     (tmp_path / "x.bin").write_bytes(b"hello world, what is this")
     code, _, err = run_cli(capsys, "inspect", tmp_path / "x.bin")
     assert code == 2 and "not a RecordIO file" in err
+
+
+@pytest.mark.parametrize("fmt", ["recordio", "lmdb"])
+def test_inspect_flags_a_truncated_shard(datasets, tmp_path, capsys, fmt):
+    ds = tmp_path / fmt
+    shutil.copytree(datasets / fmt, ds)
+    m = manifest_json(ds)
+    info = m["shards"][1]
+    data_file = ds / info["file"] / "data.mdb" if fmt == "lmdb" else ds / info["file"]
+    os.truncate(data_file, info["bytes"] - 50)
+    code, out, err = run_cli(capsys, "inspect", ds)
+    assert code == 1, out + err
+    assert f"{info['file']}: {info['records']} records, {info['bytes'] - 50} bytes" in out
+    assert f"manifest says {info['bytes']}" in out
+    assert str(data_file) in err and f"fastdata verify {ds}" in err
+    code, out, err = run_cli(capsys, "inspect", ds, "--json")
+    shard = json.loads(out)["shards"][1]
+    assert code == 1 and shard["bytes"] == info["bytes"] and shard["file_bytes"] == info["bytes"] - 50
 
 
 @pytest.mark.parametrize("fmt", ["recordio", "tfrecord", "lmdb"])
