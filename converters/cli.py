@@ -211,7 +211,8 @@ def _add_merge(sub) -> None:
         "merge",
         help="write the manifest of a multi-node conversion once every node is done",
         description="Check that every planned shard in OUT is finished and write the manifest(s). "
-        "The last node to finish does this by itself; use merge when it did not (e.g. it was killed).",
+        "The last node to finish does this by itself; use merge when it did not (e.g. it was killed). "
+        "An OUT that is already finished is success (exit 0).",
         epilog=_EXIT_HELP,
     )
     p.add_argument("out", metavar="OUT")

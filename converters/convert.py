@@ -28,6 +28,7 @@ from typing import TextIO
 
 from fastdata.errors import ConfigError
 from fastdata.formats import dataset_writer
+from fastdata.formats.manifest import Manifest
 from fastdata.formats.sample import ShardInfo
 
 from . import state
@@ -105,13 +106,17 @@ def convert(req: ConvertRequest, *, stdout: TextIO | None = None, stderr: TextIO
 def merge(out: str, *, allow_skips: bool = False, quiet: bool = False, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """Write the manifest(s) of a multi-node conversion whose shards are all done.
 
+    An OUT the last node already finished is success: one summary line, 0.
+
     Raises:
         ConfigError: OUT has no conversion in progress, or shards are still missing.
     """
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     kind = state.classify(out)
-    if kind == state.FINISHED:
-        raise ConfigError(f"{out}: already finished (it has a manifest and no plan); nothing to merge")
+    if kind == state.FINISHED:  # the last node to finish wrote the manifest: success
+        if not quiet:
+            print(f"fastdata merge: {_finished_summary(Path(out))}", file=stdout)
+        return 0
     if kind != state.UNFINISHED:
         raise ConfigError(f"{out}: no conversion in progress here (no {Path(out) / '.fastdata-plan.json'})")
     plan = Plan.load(out)
@@ -127,6 +132,19 @@ def merge(out: str, *, allow_skips: bool = False, quiet: bool = False, stdout: T
     state.try_lock(out, force=True)
     progress = Progress(0, enabled=False)
     return _finish(Path(out), plan, records, allow_skips, quiet, progress, stdout, stderr)
+
+
+def _finished_summary(out: Path) -> str:
+    dirs = state.manifest_dirs(out)
+    manifests = {d.name if d != out else "": Manifest.read(d) for d in dirs}
+    images = sum(m.num_samples for m in manifests.values())
+    shards = sum(len(m.shards) for m in manifests.values())
+    splits = ", ".join(f"{name} {m.num_samples}" for name, m in manifests.items() if name)
+    fmt = next(iter(manifests.values())).format
+    return (
+        f"{out}: already finished, nothing to merge ({images} images, {shards} shard(s), {fmt}"
+        f"{'; splits ' + splits if splits else ''})"
+    )
 
 
 def _finish(out: Path, plan: Plan, records: dict, allow_skips: bool, quiet: bool, progress: Progress, stdout: TextIO, stderr: TextIO) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -122,8 +123,23 @@ def test_nodes_share_one_output(shared_data, tmp_path, capsys, monkeypatch):
     code, stdout, _ = run_cli(capsys, "merge", out)  # e.g. after that node was killed
     assert code == 0 and "25 images" in stdout
     assert tree(out) == tree(reference)
-    code, _, err = run_cli(capsys, "merge", out)
-    assert code == 2 and "already finished" in err
+    code, stdout, err = run_cli(capsys, "merge", out)
+    assert code == 0 and err == "" and "already finished" in stdout
+
+
+def test_merge_after_the_last_node_wrote_the_manifest(shared_data, tmp_path, capsys):
+    """The README's recipe: every node converts, then `fastdata merge OUT` (a no-op here) succeeds."""
+    src, out = shared_data / "photos" / "edgecases", tmp_path / "nodes"
+    for rank in ("0", "1"):
+        args = ["convert", src, out, "--format", "recordio", "--shards", "4", "--val-fraction", "0.2"]
+        assert run_cli(capsys, *args, "--num-nodes", "2", "--node-rank", rank, "-q")[0] == 0
+    assert (out / "train" / "manifest.json").exists()  # node 1 finished last and wrote it
+    code, stdout, err = run_cli(capsys, "merge", out)
+    assert code == 0, err
+    assert stdout.count("\n") == 1 and f"{out}: already finished" in stdout and "25 images" in stdout
+    counts = [json.loads((out / split / "manifest.json").read_text())["num_samples"] for split in ("train", "val")]
+    assert f"splits train {counts[0]}, val {counts[1]}" in stdout
+    assert run_cli(capsys, "merge", out, "-q") == (0, "", "")
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and signals")
