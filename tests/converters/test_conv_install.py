@@ -3,7 +3,6 @@ converters ship as ``fastdata.converters`` (no top-level ``converters`` package)
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -23,16 +22,36 @@ def _run(cmd, cwd, timeout=120) -> subprocess.CompletedProcess:
     return subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
 
 
+def _child_env(env_dir: Path) -> Path:
+    """A virtual environment that sees the packages of the interpreter running the tests (pip,
+    setuptools, wheel, torch...), and returns its python.
+
+    Not ``venv.create(system_site_packages=True)``: run from a virtual environment, that exposes
+    the *base* interpreter's site-packages, which may lack what this one has (a fresh pyenv
+    Python has setuptools 65 and no wheel: "invalid command 'bdist_wheel'"). The parent's
+    site directories go on the child's path through a ``.pth`` file of plain paths, after the
+    child's own site-packages; ``.pth`` files inside them are not run, so the parent's own
+    (editable) fastdata stays out of the child.
+    """
+    venv.create(env_dir, with_pip=False)
+    python = env_dir / "bin" / "python"
+    purelib = _run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], cwd=env_dir)
+    assert purelib.returncode == 0, purelib.stderr
+    parent_sites = [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages") and Path(p).is_dir()]
+    Path(purelib.stdout.strip(), "_parent_sites.pth").write_text("".join(f"{p}\n" for p in parent_sites))
+    return python
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("editable", [False, True], ids=["wheel", "editable"])
 def test_pip_install_gives_a_working_command(tmp_path, editable):
     checkout = tmp_path / "checkout"
     shutil.copytree(ROOT, checkout, ignore=_SKIP, symlinks=True)
     env_dir = tmp_path / "venv"
-    venv.create(env_dir, system_site_packages=True, with_pip=False)  # pip comes from the system site
-    python = env_dir / "bin" / "python"
+    python = _child_env(env_dir)
     install = [python, "-m", "pip", "install", "--no-deps", "-q"]
-    if all(importlib.util.find_spec(m) for m in ("setuptools", "wheel")):
+    backend = _run([python, "-c", "import setuptools, wheel"], cwd=tmp_path)
+    if backend.returncode == 0:  # asked of the child itself: it is the one that builds
         install += ["--no-build-isolation", "--no-index"]  # offline, with the build backend already here
     proc = _run([*install, *(["-e"] if editable else []), checkout], cwd=tmp_path, timeout=240)
     assert proc.returncode == 0, proc.stdout + proc.stderr
