@@ -117,7 +117,8 @@ def _add_convert(sub) -> None:
     g.add_argument("--quality", type=int, metavar="Q",
                    help="JPEG quality of re-encoded images (default 90); giving it re-encodes every image")
     g.add_argument("--exts", default=None, metavar="LIST",
-                   help="comma-separated extensions to take (default jpg,jpeg,png,gif,bmp,webp,tif,tiff,ppm,pgm)")
+                   help="comma-separated extensions to take (default jpg,jpeg,png,ppm,bmp,pgm,tif,tiff,webp: "
+                        "torchvision's and fastdata.ImageFolder's; add gif to take GIFs)")
     g.add_argument("--allow-empty-classes", action="store_true", help="keep class folders that hold no images")
     g = p.add_argument_group("errors and restarts")
     g.add_argument("--on-error", choices=("skip", "raise"), default="skip",

@@ -24,9 +24,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from fastdata.errors import ConfigError, FastDataError
+from fastdata.image_files import IMG_EXTENSIONS, has_image_extension
 
-#: torchvision's IMG_EXTENSIONS plus GIF (normalised to JPEG on the way in).
-DEFAULT_EXTENSIONS = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".tiff", ".ppm", ".pgm")
+#: The files fastdata.ImageFolder takes (torchvision's IMG_EXTENSIONS; see
+#: fastdata.image_files for why GIF needs ``--exts``), so both count the same samples.
+DEFAULT_EXTENSIONS = IMG_EXTENSIONS
 
 Label = int | tuple[float, ...]
 
@@ -172,7 +174,7 @@ def _scan_class(class_dir: str, name: str, label: int, extensions: tuple[str, ..
                 result.ignored.append((full, "hidden file"))
                 continue
             ext = os.path.splitext(fname)[1].lower()
-            if not fname.lower().endswith(extensions):
+            if not has_image_extension(fname, extensions):
                 result.ignored.append((full, f"extension {ext or '(none)'!r} not in --exts"))
                 continue
             found += 1

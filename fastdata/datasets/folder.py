@@ -18,10 +18,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, FastDataError
+from ..image_files import IMG_EXTENSIONS, has_image_extension
 from .base import MapDataset
 from .imaging import Transform, build_item
-
-IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
 
 
 def find_classes(directory: str | os.PathLike[str]) -> tuple[list[str], dict[str, int]]:
@@ -54,7 +53,7 @@ def scan(
         suffixes = tuple(e.lower() for e in (extensions or ()))
 
         def is_valid_file(path: str) -> bool:
-            return path.lower().endswith(suffixes)
+            return has_image_extension(path, suffixes)
 
     empty = set(class_to_idx)
     for name in sorted(class_to_idx, key=class_to_idx.__getitem__):
@@ -96,7 +95,8 @@ class ImageFolder(MapDataset):
             ``decode_aware = True`` gets ``EncodedImage(file_bytes, path)`` instead.
         target_transform: applied to the int target.
         extensions: accepted file suffixes (case-insensitive); default
-            torchvision's ``IMG_EXTENSIONS`` unless ``is_valid_file`` is given.
+            torchvision's ``IMG_EXTENSIONS`` (:mod:`fastdata.image_files`, the
+            rule ``fastdata convert`` follows too) unless ``is_valid_file`` is given.
         is_valid_file: ``f(path) -> bool`` choosing files instead of ``extensions``.
         loader: ``f(path) -> image`` replacing fastdata's reading and decoding
             when ``decode`` is True; ``transform`` then gets its output.

@@ -100,7 +100,9 @@ def test_val_split_is_disjoint_and_complete(shared_data, tmp_path, capsys):
 
 def test_hymenoptera_train_with_two_workers(shared_data, tmp_path, capsys):
     src = shared_data / "photos" / "hymenoptera" / "train"
-    code, out, err = run_cli(capsys, "convert", src, tmp_path / "h", "--format", "recordio", "--workers", "2", "--shard-size", "8M")
+    # GIF is not taken by default (torchvision's rule, see below); --exts opts in and it is normalised
+    exts = ["--exts", "jpg,jpeg,gif"]
+    code, out, err = run_cli(capsys, "convert", src, tmp_path / "h", "--format", "recordio", "--workers", "2", "--shard-size", "8M", *exts)
     assert code == 0, err
     assert "gif-to-jpeg 1" in out and "per class: ants 124, bees 121" in out
     m, samples = read_back(tmp_path / "h")
@@ -111,6 +113,22 @@ def test_hymenoptera_train_with_two_workers(shared_data, tmp_path, capsys):
     for data, label in samples:
         if data in sources:
             assert label == ["ants", "bees"].index(sources[data].parent.name)
+
+
+def test_converted_folder_has_the_samples_of_image_folder(shared_data, tmp_path, capsys):
+    """One rule for what counts as an image: the converter takes exactly the files
+    fastdata.ImageFolder (and torchvision's) takes, so counts and order agree."""
+    from fastdata.datasets import ImageFolder
+
+    src = shared_data / "photos" / "hymenoptera" / "train"
+    folder = ImageFolder(src, decode=False)
+    code, out, err = run_cli(capsys, "convert", src, tmp_path / "h", "--format", "lmdb", "--no-shuffle")
+    assert code == 0, err
+    m, samples = read_back(tmp_path / "h")
+    assert m.num_samples == len(folder) == 244
+    assert [d for d, _ in samples] == [folder[i][0] for i in range(len(folder))]
+    assert [lab for _, lab in samples] == folder.targets.tolist()
+    assert "imageNotFound.gif: extension '.gif' not in --exts" in out
 
 
 def test_list_input_keeps_list_order_and_labels(shared_data, tmp_path, capsys):
