@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from fastdata.errors import ConfigError
+from fastdata.errors import ConfigError, FastDataError
 from fastdata.formats import dataset_writer
 from fastdata.formats.manifest import Manifest
 from fastdata.formats.sample import ShardInfo
@@ -35,7 +35,7 @@ from . import state
 from .pack import RunOptions, write_shards
 from .plan import Plan, PlanOptions, make_plan
 from .report import Progress, Summary
-from .scan import DEFAULT_EXTENSIONS, SkippedFile, scan_folder, scan_list
+from .scan import DEFAULT_EXTENSIONS, ScanResult, SkippedFile, scan_folder, scan_list
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,6 +251,8 @@ def _load_or_make_plan(req: ConvertRequest, out: Path, source: dict, stderr: Tex
         elif req.resume or req.num_nodes > 1:
             plan = Plan.load(out)
             _check_same(plan, req.options, source, out)
+            if req.resume:
+                _warn_source_changes(req, plan, source, stderr)
             return plan
         else:
             raise ConfigError(
@@ -269,7 +271,28 @@ def _load_or_make_plan(req: ConvertRequest, out: Path, source: dict, stderr: Tex
     return plan
 
 
-def _make_plan(req: ConvertRequest, source: dict) -> Plan:
+def _warn_source_changes(req: ConvertRequest, plan: Plan, source: dict, stderr: TextIO) -> None:
+    """One warning line when SRC gained or lost image files since the plan was
+    made: --resume keeps the plan, so they are not part of this conversion."""
+    try:
+        scan = _scan(req, source)
+    except FastDataError as exc:
+        print(f"fastdata convert: warning: could not rescan the source to look for changes ({exc})", file=stderr)
+        return
+    # by path relative to SRC: the same files whatever the spelling of SRC or the working directory
+    planned = {it.rel for s in plan.shards for it in s.items}
+    found = {it.rel for it in scan.items}
+    new, removed = len(found - planned), len(planned - found)
+    if new or removed:
+        print(
+            f"fastdata convert: warning: {source['root']} changed since this conversion was planned: {new} new and "
+            f"{removed} removed image file(s) are ignored by --resume, which finishes the original plan; a fresh "
+            "convert (--overwrite) picks them up",
+            file=stderr,
+        )
+
+
+def _scan(req: ConvertRequest, source: dict) -> ScanResult:
     if req.src is not None:
         scan = scan_folder(req.src, extensions=req.extensions, allow_empty_classes=req.allow_empty_classes)
     else:
@@ -279,6 +302,11 @@ def _make_plan(req: ConvertRequest, source: dict) -> Plan:
             raise ConfigError(f"{req.list_file}: list file does not exist")
         entries = [(i, (lab,) if isinstance(lab, float) else tuple(lab), rel) for i, lab, rel in read_lst(req.list_file)]
         scan = scan_list(req.list_file, source["root"], entries)
+    return scan
+
+
+def _make_plan(req: ConvertRequest, source: dict) -> Plan:
+    scan = _scan(req, source)
     if req.options.format == "lmdb" and any(not isinstance(it.label, int) for it in scan.items):
         raise ConfigError(
             f"{req.list_file}: has label vectors or fractional labels, but caffe.Datum (the lmdb format) holds one "

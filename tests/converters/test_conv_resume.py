@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from convkit import run_cli, tree
+from convkit import jpeg, make_folder, run_cli, tree
+from fastdata.converters.plan import Plan
 from fastdata.converters.state import STATE_DIR
 
 FORMATS = ["recordio", "tfrecord", "lmdb"]
@@ -102,6 +103,26 @@ def test_resume_refuses_other_settings(shared_data, tmp_path, capsys):
     assert (out / "manifest.json").exists()
     code, _, err = run_cli(capsys, *args, "--resume")
     assert code == 2 and "nothing to resume" in err
+
+
+def test_resume_says_which_source_changes_it_ignores(tmp_path, capsys):
+    src, out = tmp_path / "src", tmp_path / "o"
+    make_folder(src, {"a": 4, "b": 4})
+    args = ["convert", src, out, "--format", "recordio", "--shards", "4", "-q"]
+    assert run_cli(capsys, *args, "--num-nodes", "2", "--node-rank", "0")[0] == 0  # shards 0 and 2 written
+    (src / "a" / "new_1.jpg").write_bytes(jpeg(100))
+    (src / "b" / "new_2.png").write_bytes(jpeg(101))
+    written = Plan.load(out).shards[0].items[0].path  # already in a finished shard: its removal changes nothing
+    os.remove(written)
+    code, _, err = run_cli(capsys, *args, "--resume")
+    assert code == 0, err
+    warning = [line for line in err.splitlines() if "warning" in line]
+    assert len(warning) == 1, err
+    assert "2 new and 1 removed image file(s)" in warning[0] and "--overwrite" in warning[0]
+    assert json.loads((out / "manifest.json").read_text())["num_samples"] == 8
+    # a fresh conversion picks the changes up
+    assert run_cli(capsys, *args, "--overwrite")[0] == 0
+    assert json.loads((out / "manifest.json").read_text())["num_samples"] == 9
 
 
 def test_nodes_share_one_output(shared_data, tmp_path, capsys, monkeypatch):
