@@ -20,8 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from fastdata.errors import FastDataError
+from fastdata.errors import FastDataError, ManifestError
 from fastdata.formats._atomic import sha256_file
+from fastdata.formats.manifest import MANIFEST_NAME
 
 from .probe import DATASET, SPLITS, Target, identify, image_kind, open_dataset_shard
 
@@ -46,17 +47,20 @@ def run(path: str, *, decode: bool = False, quiet: bool = False, stdout: TextIO 
     """Verify ``path``; returns 0 when clean, 1 when problems were found.
 
     Raises:
-        FastDataError: ``path`` is missing or of no known format.
+        FastDataError: ``path`` is missing, of no known format or an unfinished
+            conversion (exit 2, as ``inspect`` does). A dataset directory whose
+            manifest cannot be read is a problem found (1).
     """
     stdout = stdout or sys.stdout
     findings = Findings(stdout)
     decoder = image_decoder() if decode else None
     try:
         target = identify(path)
-    except FastDataError as exc:
-        if not Path(path).exists():
-            raise
-        findings.problem(path, str(exc))
+    except ManifestError as exc:
+        manifest = Path(path) / MANIFEST_NAME
+        if not manifest.is_file():
+            raise  # not a dataset (yet): an error, as for inspect
+        findings.problem(manifest, str(exc).removeprefix(f"{manifest}: "))  # a damaged dataset: a finding
         return 1
     if target.kind == SPLITS:
         for directory in target.splits.values():

@@ -70,6 +70,32 @@ def test_inspect_errors(tmp_path, capsys):
     assert code == 2 and "not a RecordIO file" in err
 
 
+@pytest.mark.parametrize("command", ["inspect", "verify"])
+def test_a_path_that_is_no_dataset_is_an_error_for_inspect_and_verify(tmp_path, capsys, command):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "x.bin").write_bytes(b"hello world, what is this")
+    (tmp_path / "unfinished").mkdir()
+    (tmp_path / "unfinished" / ".fastdata-plan.json").write_text("{}")
+    cases = [
+        (tmp_path / "missing", "no such file or directory"),
+        (tmp_path / "empty", "not a fastdata dataset"),
+        (tmp_path / "x.bin", "not a RecordIO file"),
+        (tmp_path / "unfinished", "an unfinished conversion"),
+    ]
+    for path, message in cases:
+        code, out, err = run_cli(capsys, command, path)
+        assert code == 2 and out == "", (path, out, err)
+        assert err.startswith(f"fastdata: error: {path}: ") and message in err and len(err.splitlines()) == 1
+
+
+def test_verify_reports_a_damaged_manifest_as_a_problem(datasets, tmp_path, capsys):
+    ds = tmp_path / "ds"
+    shutil.copytree(datasets / "recordio", ds)
+    (ds / "manifest.json").write_text("{")
+    code, out, _ = run_cli(capsys, "verify", ds)
+    assert code == 1 and f"PROBLEM {ds / 'manifest.json'}: not valid JSON" in out
+
+
 @pytest.mark.parametrize("fmt", ["recordio", "lmdb"])
 def test_inspect_flags_a_truncated_shard(datasets, tmp_path, capsys, fmt):
     ds = tmp_path / fmt
