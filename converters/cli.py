@@ -247,8 +247,20 @@ def _add_verify(sub) -> None:
     )
     p.add_argument("path", metavar="PATH")
     p.add_argument("--decode", action="store_true", help="also decode every image")
-    p.add_argument("--quiet", "-q", action="store_true", help="print problems only")
-    p.set_defaults(handler=lambda a: importlib.import_module(f"{__package__}.verification").run(a.path, decode=a.decode, quiet=a.quiet))
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="processes that decode under --decode (default: all usable CPUs)")
+    p.add_argument("--quiet", "-q", action="store_true", help="print problems only (no progress bar, no summary)")
+    p.set_defaults(handler=_run_verify)
+
+
+def _run_verify(args: argparse.Namespace) -> int:
+    from .parallel import available_cpus
+    from .verification import run
+
+    workers = args.workers if args.workers is not None else available_cpus()
+    if workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {workers}")
+    return run(args.path, decode=args.decode, quiet=args.quiet, workers=workers)
 
 
 def _add_index(sub) -> None:

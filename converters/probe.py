@@ -143,17 +143,23 @@ def dataset_shard_path(directory: Path, manifest: Manifest, i: int) -> Path:
     return directory / manifest.shards[i].file
 
 
-def open_dataset_shard(directory: Path, manifest: Manifest, i: int):
-    """A SampleReader for shard ``i`` of a dataset directory."""
-    from fastdata.formats import registry
-
-    spec = registry.get(manifest.format)
+def shard_open_args(directory: Path, manifest: Manifest, i: int) -> tuple[Path, str, dict]:
+    """``(path, format, options)`` that open shard ``i`` of a dataset directory
+    with the format's ``open_shard(path, **options)``."""
     info = manifest.shards[i]
-    options = {}
+    options: dict = {}
     if manifest.format == "recordio" and info.index:
         options["index"] = directory / info.index
     if manifest.format == "tfrecord":
         options["label_base"] = manifest.label_base
         if info.index:
             options["index"] = directory / info.index
-    return spec.open_shard(directory / info.file, **options)
+    return directory / info.file, manifest.format, options
+
+
+def open_dataset_shard(directory: Path, manifest: Manifest, i: int):
+    """A SampleReader for shard ``i`` of a dataset directory."""
+    from fastdata.formats import registry
+
+    path, format_name, options = shard_open_args(directory, manifest, i)
+    return registry.get(format_name).open_shard(path, **options)

@@ -18,7 +18,7 @@ class Progress:
     """A tqdm bar on stderr with images/s and MB/s; silent when ``enabled`` is
     False or stderr is not a terminal. Call it as ``progress(images, nbytes)``."""
 
-    def __init__(self, total: int, *, enabled: bool = True, stream: TextIO | None = None) -> None:
+    def __init__(self, total: int, *, enabled: bool = True, stream: TextIO | None = None, unit: str = "img") -> None:
         stream = stream or sys.stderr
         self.images = 0
         self.bytes = 0
@@ -28,14 +28,15 @@ class Progress:
             import tqdm
 
             tqdm.tqdm.monitor_interval = 0  # no monitor thread: workers are forked from this process
-            self._bar = tqdm.tqdm(total=total, unit="img", file=stream, dynamic_ncols=True, smoothing=0.1)
+            self._bar = tqdm.tqdm(total=total, unit=unit, file=stream, dynamic_ncols=True, smoothing=0.1)
 
     def __call__(self, images: int, nbytes: int) -> None:
         self.images += images
         self.bytes += nbytes
         if self._bar is not None:
-            rate = self.bytes / max(time.perf_counter() - self.started, 1e-9) / 1e6
-            self._bar.set_postfix_str(f"{rate:.1f} MB/s", refresh=False)
+            if self.bytes:
+                rate = self.bytes / max(time.perf_counter() - self.started, 1e-9) / 1e6
+                self._bar.set_postfix_str(f"{rate:.1f} MB/s", refresh=False)
             self._bar.update(images)
 
     @property

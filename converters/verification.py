@@ -10,13 +10,10 @@ file: every record reads and an existing index agrees with a fresh scan.
 
 from __future__ import annotations
 
-import io
 import os
 import sys
 import tempfile
-import warnings
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -24,7 +21,9 @@ from fastdata.errors import FastDataError, ManifestError
 from fastdata.formats._atomic import sha256_file
 from fastdata.formats.manifest import MANIFEST_NAME
 
-from .probe import DATASET, SPLITS, Target, identify, image_kind, open_dataset_shard
+from .probe import DATASET, SPLITS, Target, identify, shard_open_args
+from .report import Progress
+from .verify_records import ShardSource, check_records, image_decoder
 
 MAX_PER_SHARD = 20  # problems listed per shard before the rest are only counted
 
@@ -32,8 +31,9 @@ MAX_PER_SHARD = 20  # problems listed per shard before the rest are only counted
 class Findings:
     """Problems found so far, printed as they come."""
 
-    def __init__(self, stdout: TextIO) -> None:
-        self.stdout = stdout
+    def __init__(self, stdout: TextIO, stderr: TextIO, *, decode: bool, quiet: bool, workers: int) -> None:
+        self.stdout, self.stderr = stdout, stderr
+        self.decode, self.quiet, self.workers = decode, quiet, workers
         self.problems = 0
         self.records = 0
         self.shards = 0
@@ -43,17 +43,28 @@ class Findings:
         print(f"fastdata verify: PROBLEM {where}: {message}", file=self.stdout)
 
 
-def run(path: str, *, decode: bool = False, quiet: bool = False, stdout: TextIO | None = None) -> int:
+def run(
+    path: str,
+    *,
+    decode: bool = False,
+    quiet: bool = False,
+    workers: int = 1,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
     """Verify ``path``; returns 0 when clean, 1 when problems were found.
+
+    With ``decode``, ``workers`` processes decode the images. A progress bar
+    goes to ``stderr`` when it is a terminal and ``quiet`` is not set, as
+    ``fastdata convert`` does.
 
     Raises:
         FastDataError: ``path`` is missing, of no known format or an unfinished
             conversion (exit 2, as ``inspect`` does). A dataset directory whose
             manifest cannot be read is a problem found (1).
     """
-    stdout = stdout or sys.stdout
-    findings = Findings(stdout)
-    decoder = image_decoder() if decode else None
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    findings = Findings(stdout, stderr, decode=decode, quiet=quiet, workers=workers)
     try:
         target = identify(path)
     except ManifestError as exc:
@@ -64,11 +75,11 @@ def run(path: str, *, decode: bool = False, quiet: bool = False, stdout: TextIO 
         return 1
     if target.kind == SPLITS:
         for directory in target.splits.values():
-            _verify_dataset(identify(directory), findings, decoder, quiet)
+            _verify_dataset(identify(directory), findings)
     elif target.kind == DATASET:
-        _verify_dataset(target, findings, decoder, quiet)
+        _verify_dataset(target, findings)
     else:
-        _verify_file(target, findings, decoder)
+        _verify_file(target, findings)
     checked = "read and decoded" if decode else "read"
     if findings.problems:
         print(
@@ -77,34 +88,14 @@ def run(path: str, *, decode: bool = False, quiet: bool = False, stdout: TextIO 
             file=stdout,
         )
         return 1
-    if not quiet:
+    if not findings.quiet:
         print(f"fastdata verify: {path}: OK, {findings.records} records in {findings.shards} shard(s) {checked}", file=stdout)
     return 0
 
 
-def image_decoder() -> Callable[[bytes], Any]:
-    """``decode(data)`` raising on a bad image: ``fastdata.decode`` when it offers one, else Pillow."""
-    try:
-        from fastdata.decode import decode as fast_decode  # type: ignore[attr-defined]
-    except ImportError:
-        fast_decode = None
-    if callable(fast_decode):
-        return fast_decode
-    from PIL import Image
-
-    def pillow_decode(data: bytes) -> Any:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            img = Image.open(io.BytesIO(data))
-            img.load()
-        return img
-
-    return pillow_decode
-
-
-def _verify_dataset(target: Target, findings: Findings, decoder: Callable | None, quiet: bool) -> None:
+def _verify_dataset(target: Target, findings: Findings) -> None:
     m, directory = target.manifest, target.path
-    counts: Counter = Counter()
+    sources, counts = [], []
     for i, info in enumerate(m.shards):
         path = directory / info.file
         findings.shards += 1
@@ -119,57 +110,64 @@ def _verify_dataset(target: Target, findings: Findings, decoder: Callable | None
             findings.problem(data_file, "sha256 differs from the manifest's: the file changed or is damaged")
         if info.index and not (directory / info.index).is_file():
             findings.problem(directory / info.index, "index file listed in the manifest is missing")
+        source = ShardSource(*shard_open_args(directory, m, i))
         try:
-            reader = open_dataset_shard(directory, m, i)
+            reader = source.open(findings.decode)[1]
             n = len(reader)
+            _close(reader)
         except (FastDataError, OSError) as exc:
             findings.problem(path, f"cannot open: {exc}")
             continue
         if n != info.records:
             findings.problem(path, f"holds {n} records, the manifest says {info.records}")
-        _read_all(path, n, reader.sample, findings, decoder, m.classes, counts)
-        close = getattr(reader, "close", None)
-        if close:
-            close()
+        sources.append(source)
+        counts.append(n)
+    labels = _check_all(sources, counts, findings, m.classes)
     dali = m.extra.get("dali_index")
     if dali:
         _check_dali_index(directory / dali, m.num_samples, findings)
-    if not quiet and m.classes:
-        shown = ", ".join(f"{c} {counts.get(k, 0)}" for k, c in enumerate(m.classes[:20]))
+    if not findings.quiet and m.classes:
+        shown = ", ".join(f"{c} {labels.get(k, 0)}" for k, c in enumerate(m.classes[:20]))
         print(f"fastdata verify: {directory}: per class: {shown}{' ...' if len(m.classes) > 20 else ''}", file=findings.stdout)
 
 
-def _read_all(
-    path: Path,
-    n: int,
-    read: Callable[[int], tuple[bytes | None, Any]],
-    findings: Findings,
-    decoder: Callable | None,
-    classes: list[str],
-    counts: Counter,
-) -> None:
-    listed = 0
-    for j in range(n):
-        try:
-            data, label = read(j)
-            findings.records += 1
-            if isinstance(label, int) and classes:
-                if not 0 <= label < len(classes):
-                    raise ValueError(f"label {label} is not a class index (0..{len(classes) - 1})")
-                counts[label] += 1
-            if decoder is not None and data is not None:
-                try:
-                    decoder(bytes(data))
-                except Exception as exc:  # noqa: BLE001 - any decoder failure is a finding, named with its record
-                    raise ValueError(f"image does not decode ({type(exc).__name__}: {exc})") from None
-        except (FastDataError, ValueError, OSError) as exc:
-            listed += 1
-            if listed <= MAX_PER_SHARD:
-                findings.problem(path, f"record {j}: {exc}")
-            else:
-                findings.problems += 1
-    if listed > MAX_PER_SHARD:
-        print(f"fastdata verify: ... and {listed - MAX_PER_SHARD} more problem(s) in {path}", file=findings.stdout)
+def _check_all(sources: list[ShardSource], counts: list[int], findings: Findings, classes: list[str]) -> Counter:
+    """Read (and decode) every record of ``sources``, reporting problems shard by shard; returns the label counts."""
+    progress = Progress(sum(counts), enabled=not findings.quiet, stream=findings.stderr, unit="rec")
+    labels: Counter = Counter()
+    listed = [0] * len(sources)
+
+    def flush(k: int) -> None:
+        if listed[k] > MAX_PER_SHARD:
+            print(f"fastdata verify: ... and {listed[k] - MAX_PER_SHARD} more problem(s) in {sources[k].path}", file=findings.stdout)
+
+    shard = None
+    try:
+        for chunk in check_records(
+            sources, counts, classes=classes, decode=findings.decode, workers=findings.workers, progress=progress
+        ):
+            if shard is not None and chunk.shard != shard:
+                flush(shard)
+            shard = chunk.shard
+            findings.records += chunk.records
+            labels.update(chunk.labels)
+            for j, message in chunk.problems:
+                listed[shard] += 1
+                if listed[shard] <= MAX_PER_SHARD:
+                    findings.problem(sources[shard].path, f"record {j}: {message}")
+                else:
+                    findings.problems += 1
+    finally:
+        progress.close()
+    if shard is not None:
+        flush(shard)
+    return labels
+
+
+def _close(reader: Any) -> None:
+    close = getattr(reader, "close", None)
+    if callable(close):
+        close()
 
 
 def _check_dali_index(path: Path, expected: int, findings: Findings) -> None:
@@ -181,66 +179,52 @@ def _check_dali_index(path: Path, expected: int, findings: Findings) -> None:
         findings.problem(path, f"has {len(lines)} entries for {expected} records")
 
 
-def _verify_file(target: Target, findings: Findings, decoder: Callable | None) -> None:
+def _verify_file(target: Target, findings: Findings) -> None:
     findings.shards += 1
-    if target.format == "recordio":
-        _verify_recordio(target, findings, decoder)
-    elif target.format == "tfrecord":
-        _verify_tfrecord(target, findings, decoder)
-    else:
-        from fastdata.formats.lmdb import open_shard
-
-        try:
-            reader = open_shard(target.path)
-            n = len(reader)
-        except FastDataError as exc:
-            findings.problem(target.path, str(exc))
-            return
-        _read_all(target.path, n, reader.sample, findings, decoder, [], Counter())
-        reader.close()
-
-
-def _verify_recordio(target: Target, findings: Findings, decoder: Callable | None) -> None:
-    from fastdata.formats.recordio import Reader, build_index, parse_index, unpack
-
-    rec = target.data_file
-    idx = rec.with_suffix(".idx")
-    if idx.is_file():
-        with tempfile.TemporaryDirectory() as tmp:
-            try:
-                scanned = parse_index(build_index(rec, Path(tmp) / "scan.idx"))[1]
-            except FastDataError as exc:
-                findings.problem(rec, f"scanning the file: {exc}")
-                return
-        try:
-            listed = parse_index(idx)[1]
-        except FastDataError as exc:
-            findings.problem(idx, str(exc))
-        else:
-            if sorted(listed.tolist()) != scanned.tolist():
-                findings.problem(idx, f"lists {len(listed)} record offsets; the file holds {len(scanned)} records at other offsets")
-    try:
-        reader = Reader(rec)
-        n = len(reader)
-    except FastDataError as exc:
-        findings.problem(rec, str(exc))
+    if target.format == "tfrecord":
+        _verify_tfrecord(target, findings)
         return
+    if target.format == "recordio":
+        if not _recordio_index_agrees(target.data_file, findings):
+            return
+        source = ShardSource(target.data_file, "recordio", raw_recordio=True)
+    else:
+        source = ShardSource(target.path, target.format)
+    try:
+        reader = source.open(findings.decode)[1]
+        n = len(reader)
+        _close(reader)
+    except FastDataError as exc:
+        findings.problem(source.path, str(exc))
+        return
+    _check_all([source], [n], findings, [])
 
-    def read(j: int) -> tuple[bytes | None, Any]:
-        payload = reader[j]  # raises FormatError for damaged framing
-        if decoder is None:
-            return payload, None
+
+def _recordio_index_agrees(rec: Path, findings: Findings) -> bool:
+    """Compare an existing ``.idx`` with a fresh scan; False when the ``.rec`` cannot even be scanned."""
+    from fastdata.formats.recordio import build_index, parse_index
+
+    idx = rec.with_suffix(".idx")
+    if not idx.is_file():
+        return True
+    with tempfile.TemporaryDirectory() as tmp:
         try:
-            image = unpack(payload)[1]
-        except FastDataError:
-            return None, None  # not an image record: framing is all there is to check
-        return (image if image_kind(image) != "?" else None), None
+            scanned = parse_index(build_index(rec, Path(tmp) / "scan.idx"))[1]
+        except FastDataError as exc:
+            findings.problem(rec, f"scanning the file: {exc}")
+            return False
+    try:
+        listed = parse_index(idx)[1]
+    except FastDataError as exc:
+        findings.problem(idx, str(exc))
+    else:
+        if sorted(listed.tolist()) != scanned.tolist():
+            findings.problem(idx, f"lists {len(listed)} record offsets; the file holds {len(scanned)} records at other offsets")
+    return True
 
-    _read_all(rec, n, read, findings, decoder, [], Counter())
-    reader.close()
 
-
-def _verify_tfrecord(target: Target, findings: Findings, decoder: Callable | None) -> None:
+def _verify_tfrecord(target: Target, findings: Findings) -> None:
+    # sequential: a TFRecord file (maybe compressed) is read as a stream, without random access
     from fastdata.formats.tfrecord import (
         Reader,
         build_index,
@@ -259,6 +243,7 @@ def _verify_tfrecord(target: Target, findings: Findings, decoder: Callable | Non
             except FastDataError as exc:
                 findings.problem(path, str(exc))
                 return
+    decoder = image_decoder() if findings.decode else None
     position = 0
     try:
         for record in Reader(path, index=None if target.compressed else (index if index.is_file() else None)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -159,6 +160,57 @@ def test_verify_decode_catches_a_broken_image(shared_data, tmp_path, capsys):
     assert run_cli(capsys, "verify", out)[0] == 0  # framing is fine...
     code, text, _ = run_cli(capsys, "verify", out, "--decode")
     assert code == 1 and "record 1: image does not decode" in text  # ...the image is not
+
+
+def _dataset_with_broken_images(shared_data, out):
+    out.mkdir()
+    spec = registry.get("recordio")
+    broken = (shared_data / "corrupt" / "truncated_jpeg.jpg").read_bytes()
+    infos = []
+    for k in range(3):
+        samples = [Sample(broken if i % 7 == 3 else jpeg(i), i % 2, i) for i in range(k * 40, k * 40 + 40)]
+        infos.append(spec.write_shard(out / f"shard-{k:05d}.rec", samples))
+    finish_dataset(out, "recordio", infos, ["a", "b"])
+    return out
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_verify_decode_uses_the_worker_pool_and_reports_the_same(shared_data, tmp_path, capsys, monkeypatch):
+    from fastdata.converters import parallel
+
+    ds = _dataset_with_broken_images(shared_data, tmp_path / "ds")
+    code, serial, _ = run_cli(capsys, "verify", ds, "--decode", "--workers", "1")
+    assert code == 1 and serial.count("image does not decode") == 17
+    pools = []
+
+    class Spy(parallel.ProcessPoolExecutor):
+        def __init__(self, workers, **kwargs):
+            pools.append(workers)
+            super().__init__(workers, **kwargs)
+
+    monkeypatch.setattr(parallel, "ProcessPoolExecutor", Spy)
+    code, pooled, _ = run_cli(capsys, "verify", ds, "--decode", "--workers", "2")
+    assert code == 1 and pooled == serial
+    assert pools == [2]
+
+
+def test_verify_shows_progress_on_a_terminal(shared_data, tmp_path):
+    from fastdata.converters import verification
+
+    ds = _dataset_with_broken_images(shared_data, tmp_path / "ds")
+    terminal, out = _Terminal(), io.StringIO()
+    assert verification.run(str(ds), decode=True, workers=1, stdout=out, stderr=terminal) == 1
+    assert "120/120" in terminal.getvalue()  # tqdm's bar, on stderr
+    piped = io.StringIO()
+    assert verification.run(str(ds), decode=True, workers=1, stdout=io.StringIO(), stderr=piped) == 1
+    assert piped.getvalue() == ""  # no bar into a log file
+    quiet = _Terminal()
+    assert verification.run(str(ds), decode=True, quiet=True, workers=1, stdout=io.StringIO(), stderr=quiet) == 1
+    assert quiet.getvalue() == ""
 
 
 def test_verify_bad_label(tmp_path, capsys):

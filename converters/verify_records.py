@@ -1,0 +1,167 @@
+"""Reading every record for ``fastdata verify``, decoding in worker processes.
+
+A task is a run of records of one shard. Whoever runs it (a worker under
+``--decode`` with ``--workers`` > 1, else this process) opens the shard once,
+reads each record (the format readers check framing and CRCs), checks int
+labels against the class list and, with ``--decode``, decodes the image. Only
+findings travel back, never image bytes, and they come back in task order,
+so the report is the same for any ``--workers``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from fastdata.errors import FastDataError
+
+from .parallel import ordered_map
+from .probe import image_kind
+
+CHUNK = 32  # records per task: enough to amortise a round trip, small enough to balance
+
+# This process's settings, installed once by _init.
+_STATE: dict[str, Any] = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardSource:
+    """How to open one shard's records: ``format``'s ``open_shard(path, **options)``,
+    or (``raw_recordio``) a foreign ``.rec`` whose payloads may not be image records."""
+
+    path: Path
+    format: str
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    raw_recordio: bool = False
+
+    def open(self, decode: bool) -> tuple[Callable[[int], tuple[bytes | None, Any]], Any]:
+        """``(read(j) -> (image bytes or None, label), reader)``."""
+        if not self.raw_recordio:
+            from fastdata.formats import registry
+
+            reader = registry.get(self.format).open_shard(self.path, **self.options)
+            return reader.sample, reader
+        from fastdata.formats.recordio import Reader, unpack
+
+        reader = Reader(self.path)
+
+        def read(j: int) -> tuple[bytes | None, Any]:
+            payload = reader[j]  # raises FormatError for damaged framing
+            if not decode:
+                return payload, None
+            try:
+                image = unpack(payload)[1]
+            except FastDataError:
+                return None, None  # not an image record: framing is all there is to check
+            return (image if image_kind(image) != "?" else None), None
+
+        return read, reader
+
+
+@dataclasses.dataclass
+class Chunk:
+    """What one task found: ``checked`` records tried, ``records`` read,
+    ``(record, message)`` problems, labels seen."""
+
+    shard: int
+    checked: int = 0
+    records: int = 0
+    problems: list[tuple[int, str]] = dataclasses.field(default_factory=list)
+    labels: Counter = dataclasses.field(default_factory=Counter)
+
+
+def image_decoder() -> Callable[[bytes], Any]:
+    """``decode(data)`` raising on a bad image: ``fastdata.decode`` when it offers one, else Pillow."""
+    try:
+        from fastdata.decode import decode as fast_decode  # type: ignore[attr-defined]
+    except ImportError:
+        fast_decode = None
+    if callable(fast_decode):
+        return fast_decode
+    from PIL import Image
+
+    def pillow_decode(data: bytes) -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            img = Image.open(io.BytesIO(data))
+            img.load()
+        return img
+
+    return pillow_decode
+
+
+def check_records(
+    sources: list[ShardSource],
+    counts: list[int],
+    *,
+    classes: list[str],
+    decode: bool,
+    workers: int,
+    progress: Callable[[int, int], None],
+) -> Iterator[Chunk]:
+    """Check records ``0..counts[k]`` of each ``sources[k]``; yields a :class:`Chunk` per task, in order.
+
+    Workers are used only under ``decode`` (reading alone costs less than
+    starting them); ``progress(records, 0)`` is called after every task.
+    """
+    tasks = ((k, start, min(start + CHUNK, n)) for k, n in enumerate(counts) for start in range(0, n, CHUNK))
+    results = ordered_map(
+        _check_task, tasks, workers=workers if decode else 1, init=_init, init_args=(sources, classes, decode)
+    )
+    try:
+        for chunk in results:
+            progress(chunk.checked, 0)
+            yield chunk
+    finally:
+        results.close()
+        _close_readers()
+
+
+def _init(sources: list[ShardSource], classes: list[str], decode: bool) -> None:
+    _close_readers()
+    _STATE.update(sources=sources, classes=classes, decode=decode, readers={})
+    _STATE["decoder"] = image_decoder() if decode else None
+
+
+def _close_readers() -> None:
+    for _, reader in _STATE.get("readers", {}).values():
+        close = getattr(reader, "close", None)
+        if callable(close):
+            close()
+    _STATE["readers"] = {}
+
+
+def _check_task(task: tuple[int, int, int]) -> Chunk:
+    k, start, stop = task
+    readers = _STATE["readers"]
+    if k not in readers:
+        for other in list(readers):  # tasks come shard after shard: keep one reader open
+            _, reader = readers.pop(other)
+            close = getattr(reader, "close", None)
+            if callable(close):
+                close()
+        readers[k] = _STATE["sources"][k].open(_STATE["decode"])
+    read = readers[k][0]
+    decoder, classes = _STATE["decoder"], _STATE["classes"]
+    chunk = Chunk(k, checked=stop - start)
+    for j in range(start, stop):
+        try:
+            data, label = read(j)
+            chunk.records += 1
+            if isinstance(label, int) and classes:
+                if not 0 <= label < len(classes):
+                    raise ValueError(f"label {label} is not a class index (0..{len(classes) - 1})")
+                chunk.labels[label] += 1
+            if decoder is not None and data is not None:
+                try:
+                    decoder(bytes(data))
+                except Exception as exc:  # noqa: BLE001 - any decoder failure is a finding, named with its record
+                    raise ValueError(f"image does not decode ({type(exc).__name__}: {exc})") from None
+        except (FastDataError, ValueError, OSError) as exc:
+            chunk.problems.append((j, str(exc)))
+    return chunk
