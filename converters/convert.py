@@ -32,10 +32,11 @@ from fastdata.formats.manifest import Manifest
 from fastdata.formats.sample import ShardInfo
 
 from . import state
+from .outdir import check_nesting, load_or_make_plan
 from .pack import RunOptions, write_shards
-from .plan import Plan, PlanOptions, make_plan
+from .plan import Plan, PlanOptions
 from .report import Progress, Summary
-from .scan import DEFAULT_EXTENSIONS, ScanResult, SkippedFile, scan_folder, scan_list
+from .scan import DEFAULT_EXTENSIONS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,8 +78,8 @@ def convert(req: ConvertRequest, *, stdout: TextIO | None = None, stderr: TextIO
     _check_request(req)
     out = Path(req.out)
     source = _source(req)
-    _check_nesting(Path(source["root"]), out)
-    plan = _load_or_make_plan(req, out, source, stderr)
+    check_nesting(Path(source["root"]), out)
+    plan = load_or_make_plan(req, out, source, stderr)
     mine = plan.shards_for_node(req.node_rank, req.num_nodes)
     pending = [s for _, s in mine if state.read_record(out, plan, s) is None]
     progress = Progress(sum(len(s.items) for s in pending), enabled=not req.quiet)
@@ -214,117 +215,3 @@ def _source(req: ConvertRequest) -> dict:
         }
     list_file = os.path.abspath(req.list_file)
     return {"kind": "list", "list": list_file, "root": os.path.abspath(req.root or os.path.dirname(list_file))}
-
-
-def _check_nesting(src: Path, out: Path) -> None:
-    src_real, out_real = os.path.realpath(src), os.path.realpath(out)
-    if out_real == src_real or out_real.startswith(src_real.rstrip(os.sep) + os.sep):
-        raise ConfigError(
-            f"{out}: the output directory is inside the source folder {src}; the shards would be scanned as "
-            "images (or a class) by the next conversion. Choose an output directory outside SRC"
-        )
-    if src_real.startswith(out_real.rstrip(os.sep) + os.sep):
-        raise ConfigError(f"{out}: the output directory contains the source folder {src}; choose another output directory")
-
-
-def _load_or_make_plan(req: ConvertRequest, out: Path, source: dict, stderr: TextIO) -> Plan:
-    kind = state.classify(out)
-    if kind == state.FOREIGN:
-        problem = state.foreign_manifest(out)
-        if problem:
-            raise ConfigError(f"{problem}, {state.NOT_OURS}")
-        raise ConfigError(
-            f"{out}: output directory is not empty and was not written by fastdata; choose a new or empty "
-            "directory (fastdata never deletes files it did not write, even with --overwrite)"
-        )
-    if kind == state.FINISHED:
-        if not req.overwrite:
-            nothing = " (nothing to resume)" if req.resume else ""
-            raise ConfigError(
-                f"{out} already holds a finished dataset{nothing}; choose another output directory or pass "
-                "--overwrite to replace it"
-            )
-        state.wipe(out)
-    elif kind == state.UNFINISHED:
-        if req.overwrite:
-            state.wipe(out)
-        elif req.resume or req.num_nodes > 1:
-            plan = Plan.load(out)
-            _check_same(plan, req.options, source, out)
-            if req.resume:
-                _warn_source_changes(req, plan, source, stderr)
-            return plan
-        else:
-            raise ConfigError(
-                f"{out} holds an unfinished conversion (interrupted?); run the same command with --resume to "
-                "finish it, or with --overwrite to start over"
-            )
-    plan = _make_plan(req, source)
-    out.mkdir(parents=True, exist_ok=True)
-    if req.num_nodes > 1 and (out / ".fastdata-plan.json").exists():  # another node got there first
-        theirs = Plan.load(out)
-        _check_same(theirs, req.options, source, out)
-        if theirs.fingerprint() != plan.fingerprint():
-            raise ConfigError(f"{out}: another node planned a different conversion (did SRC change between scans?)")
-        return theirs
-    plan.save(out)
-    return plan
-
-
-def _warn_source_changes(req: ConvertRequest, plan: Plan, source: dict, stderr: TextIO) -> None:
-    """One warning line when SRC gained or lost image files since the plan was
-    made: --resume keeps the plan, so they are not part of this conversion."""
-    try:
-        scan = _scan(req, source)
-    except FastDataError as exc:
-        print(f"fastdata convert: warning: could not rescan the source to look for changes ({exc})", file=stderr)
-        return
-    # by path relative to SRC: the same files whatever the spelling of SRC or the working directory
-    planned = {it.rel for s in plan.shards for it in s.items}
-    found = {it.rel for it in scan.items}
-    new, removed = len(found - planned), len(planned - found)
-    if new or removed:
-        print(
-            f"fastdata convert: warning: {source['root']} changed since this conversion was planned: {new} new and "
-            f"{removed} removed image file(s) are ignored by --resume, which finishes the original plan; a fresh "
-            "convert (--overwrite) picks them up",
-            file=stderr,
-        )
-
-
-def _scan(req: ConvertRequest, source: dict) -> ScanResult:
-    if req.src is not None:
-        scan = scan_folder(req.src, extensions=req.extensions, allow_empty_classes=req.allow_empty_classes)
-    else:
-        from fastdata.formats.recordio import read_lst
-
-        if not os.path.isfile(req.list_file):
-            raise ConfigError(f"{req.list_file}: list file does not exist")
-        entries = [(i, (lab,) if isinstance(lab, float) else tuple(lab), rel) for i, lab, rel in read_lst(req.list_file)]
-        scan = scan_list(req.list_file, source["root"], entries)
-    return scan
-
-
-def _make_plan(req: ConvertRequest, source: dict) -> Plan:
-    scan = _scan(req, source)
-    if req.options.format == "lmdb" and any(not isinstance(it.label, int) for it in scan.items):
-        raise ConfigError(
-            f"{req.list_file}: has label vectors or fractional labels, but caffe.Datum (the lmdb format) holds one "
-            "int label per image; use --format recordio or tfrecord"
-        )
-    if scan.skipped and req.run.on_error == "raise":
-        path, reason = scan.skipped[0]
-        raise SkippedFile(path, reason)
-    return make_plan(scan, req.options, source)
-
-
-def _check_same(plan: Plan, options: PlanOptions, source: dict, out: Path) -> None:
-    theirs, ours = dataclasses.asdict(plan.options), dataclasses.asdict(options)
-    diffs = [f"{k}: saved {theirs[k]!r}, now {ours[k]!r}" for k in ours if theirs.get(k) != ours[k]]
-    diffs += [f"source {k}: saved {plan.source.get(k)!r}, now {v!r}" for k, v in source.items() if plan.source.get(k) != v]
-    if diffs:
-        raise ConfigError(
-            f"{out}: the unfinished conversion there was started with other settings ({'; '.join(diffs)}); "
-            "resume with the original command, or pass --overwrite to start over"
-        )
-
