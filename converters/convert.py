@@ -21,6 +21,7 @@ Exit codes: 0 done; 1 the shards are written but files were skipped and
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import sys
 from pathlib import Path
@@ -28,6 +29,7 @@ from typing import TextIO
 
 from fastdata.errors import ConfigError, FastDataError
 from fastdata.formats import dataset_writer
+from fastdata.formats._atomic import write_text_atomic
 from fastdata.formats.manifest import Manifest
 from fastdata.formats.sample import ShardInfo
 
@@ -37,6 +39,11 @@ from .pack import RunOptions, write_shards
 from .plan import Plan, PlanOptions
 from .report import Progress, Summary
 from .scan import DEFAULT_EXTENSIONS
+
+
+#: Beside each split's shards: the source file of every sample, one JSON string per line
+#: (named by the manifest's ``extra["sources"]``).
+SOURCES_FILE = "sources.jsonl"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,9 +185,29 @@ def _finish(out: Path, plan: Plan, records: dict, allow_skips: bool, quiet: bool
         directory = plan.split_dir(out, split)
         directory.mkdir(parents=True, exist_ok=True)
         extra = {"converter": summary.converter_extra(plan, split)}
+        if infos:
+            extra["sources"] = _write_sources(directory, plan, split, records)
         dataset_writer.finish_dataset(directory, plan.options.format, infos, plan.classes, extra=extra)
     state.cleanup(out)
     return 0
+
+
+def _write_sources(directory: Path, plan: Plan, split: str, records: dict) -> str:
+    """Write :data:`SOURCES_FILE`: line ``i`` is the JSON string of the file sample
+    ``i`` was converted from, so errors about a damaged record can name it (the
+    plan that knew it is deleted once the conversion is finished)."""
+    root = plan.source["root"]
+    lines = []
+    for shard in plan.shards:
+        if shard.split != split:
+            continue
+        skipped = {path for path, _ in records[shard.key]["skipped"]}
+        for item in shard.items:
+            if item.path not in skipped:
+                path = os.path.join(root, *item.rel.split("/"))
+                lines.append(json.dumps(path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")) + "\n")
+    write_text_atomic(directory / SOURCES_FILE, "".join(lines))
+    return SOURCES_FILE
 
 
 def _check_request(req: ConvertRequest) -> None:

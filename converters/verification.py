@@ -3,7 +3,9 @@
 For a dataset directory: the manifest parses; each shard exists, has the
 manifest's size and sha256 and record count, and its index; every record
 reads (the format readers check framing and CRCs); int labels are valid
-class indices; the recordio DALI index covers every record. For a single
+class indices; the recordio DALI index covers every record; the
+converter's list of source files has one entry per record, and a problem
+with a record names the file it was converted from. For a single
 file: every record reads and an existing index agrees with a fresh scan.
 ``--decode`` also decodes every image. Exit 0 only when nothing was found.
 """
@@ -14,6 +16,7 @@ import os
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -23,7 +26,7 @@ from fastdata.formats.manifest import MANIFEST_NAME
 
 from .probe import DATASET, SPLITS, Target, identify, shard_open_args
 from .report import Progress
-from .verify_records import ShardSource, check_records, image_decoder
+from .verify_records import ShardSource, SourceFiles, check_records, image_decoder
 
 MAX_PER_SHARD = 20  # problems listed per shard before the rest are only counted
 
@@ -95,7 +98,7 @@ def run(
 
 def _verify_dataset(target: Target, findings: Findings) -> None:
     m, directory = target.manifest, target.path
-    sources, counts = [], []
+    sources, counts, bases = [], [], []
     for i, info in enumerate(m.shards):
         path = directory / info.file
         findings.shards += 1
@@ -122,7 +125,11 @@ def _verify_dataset(target: Target, findings: Findings) -> None:
             findings.problem(path, f"holds {n} records, the manifest says {info.records}")
         sources.append(source)
         counts.append(n)
-    labels = _check_all(sources, counts, findings, m.classes)
+        bases.append(sum(s.records for s in m.shards[:i]))
+    source_files = SourceFiles(m.sources_file(directory))
+    labels = _check_all(sources, counts, findings, m.classes, lambda k, j: source_files.at(bases[k] + j))
+    if problem := source_files.problem(m.num_samples):
+        findings.problem(source_files.path, problem)
     dali = m.extra.get("dali_index")
     if dali:
         _check_dali_index(directory / dali, m.num_samples, findings)
@@ -131,8 +138,15 @@ def _verify_dataset(target: Target, findings: Findings) -> None:
         print(f"fastdata verify: {directory}: per class: {shown}{' ...' if len(m.classes) > 20 else ''}", file=findings.stdout)
 
 
-def _check_all(sources: list[ShardSource], counts: list[int], findings: Findings, classes: list[str]) -> Counter:
-    """Read (and decode) every record of ``sources``, reporting problems shard by shard; returns the label counts."""
+def _check_all(
+    sources: list[ShardSource],
+    counts: list[int],
+    findings: Findings,
+    classes: list[str],
+    source_of: Callable[[int, int], str | None] = lambda k, j: None,
+) -> Counter:
+    """Read (and decode) every record of ``sources``, reporting problems shard by
+    shard with the file each record came from when known; returns the label counts."""
     progress = Progress(sum(counts), enabled=not findings.quiet, stream=findings.stderr, unit="rec")
     labels: Counter = Counter()
     listed = [0] * len(sources)
@@ -154,7 +168,9 @@ def _check_all(sources: list[ShardSource], counts: list[int], findings: Findings
             for j, message in chunk.problems:
                 listed[shard] += 1
                 if listed[shard] <= MAX_PER_SHARD:
-                    findings.problem(sources[shard].path, f"record {j}: {message}")
+                    origin = source_of(shard, j)
+                    where = f" (source file {origin})" if origin else ""
+                    findings.problem(sources[shard].path, f"record {j}: {message}{where}")
                 else:
                     findings.problems += 1
     finally:

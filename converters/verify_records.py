@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -73,6 +74,37 @@ class Chunk:
     records: int = 0
     problems: list[tuple[int, str]] = dataclasses.field(default_factory=list)
     labels: Counter = dataclasses.field(default_factory=Counter)
+
+
+class SourceFiles:
+    """The converter's record-to-source-file list (``manifest.extra["sources"]``), read once, when first needed."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._names: list[str] | None = None
+
+    def names(self) -> list[str]:
+        if self._names is None:
+            try:
+                text = self.path.read_text(encoding="utf-8") if self.path is not None else ""
+                self._names = [str(json.loads(line)) for line in text.splitlines()]
+            except (OSError, ValueError):
+                self._names = []
+        return self._names
+
+    def at(self, index: int) -> str | None:
+        names = self.names()
+        return names[index] if 0 <= index < len(names) else None
+
+    def problem(self, expected: int) -> str | None:
+        """What is wrong with the list for a dataset of ``expected`` records, or None."""
+        if self.path is None:
+            return None
+        if not self.path.is_file():
+            return "the list of source files named in the manifest is missing"
+        if len(self.names()) != expected:
+            return f"names {len(self.names())} source files for {expected} records (damaged?)"
+        return None
 
 
 def image_decoder() -> Callable[[bytes], Any]:

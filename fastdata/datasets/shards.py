@@ -39,12 +39,14 @@ def converted(format_name: str, path: PathArg, paths: list[str], manifest: Any, 
     """
     manifest.check_shard_sizes(path)
     targets = manifest.extra.get(TARGETS_EXTRA)
+    sources = manifest.sources_file(path)  # type: ignore[arg-type]
     return ShardSet(
         format_name,
         paths,
         options,
         [s.records for s in manifest.shards],
         targets_file=os.path.join(os.fspath(path), targets) if targets else None,  # type: ignore[arg-type]
+        sources_file=os.fspath(sources) if sources is not None else None,
     )
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import FormatError
 from ..formats import registry
+from ..formats.manifest import source_at
 
 
 class ShardSet:
@@ -28,6 +29,8 @@ class ShardSet:
             each shard is opened once here to count it.
         targets_file: a ``.npy`` of every sample's target, when the
             converter wrote one (see ``shards.TARGETS_EXTRA``).
+        sources_file: the converter's list of each sample's source file
+            (``manifest.extra["sources"]``); errors about a damaged record name it.
     """
 
     def __init__(
@@ -38,9 +41,11 @@ class ShardSet:
         counts: Sequence[int] | None = None,
         *,
         targets_file: str | None = None,
+        sources_file: str | None = None,
     ) -> None:
         self.format = format_name
         self.targets_file = targets_file
+        self.sources_file = sources_file
         self.paths = [os.fspath(p) for p in paths]
         self.options = dict(options or {})
         self._readers: list[Any] | None = None
@@ -95,15 +100,26 @@ class ShardSet:
         try:
             return self.reader(shard).sample(local)
         except FormatError as exc:
-            if type(exc) is not FormatError or f"record {local}" in str(exc):
+            if type(exc) is not FormatError:
                 raise
+            origin = self.source(shard, local)
+            if f"record {local}" in str(exc) and origin is None:
+                raise
+            reason = exc.reason if f"record {local}" in str(exc) else f"record {local}: {exc.reason}"
             raise FormatError(
-                f"record {local}: {exc.reason}",
+                reason + (f" (source file {origin})" if origin else ""),
                 path=exc.path or self.paths[shard],
                 offset=exc.offset,
                 key=exc.key,
                 hint=exc.hint,
             ) from exc
+
+    def source(self, shard: int, local: int) -> str | None:
+        """The file record ``local`` of ``shard`` was converted from, when the
+        converter listed it; None otherwise. Reads the list: for error messages."""
+        if self.sources_file is None or not 0 <= local < int(self.counts[shard]):
+            return None
+        return source_at(self.sources_file, int(self.starts[shard]) + local)
 
     def name(self, shard: int, local: int) -> str:
         """How errors and ``EncodedImage`` name a record: ``path record 12``."""

@@ -62,6 +62,12 @@ class Manifest:
         names += [self.extra[k] for k in FILE_EXTRAS if isinstance(self.extra.get(k), str)]
         return list(dict.fromkeys(names))
 
+    def sources_file(self, directory: str | os.PathLike[str]) -> Path | None:
+        """The converter's list of source files (``extra["sources"]``: line ``i``
+        is the JSON string of the file sample ``i`` came from), or None."""
+        name = self.extra.get("sources")
+        return Path(directory) / name if isinstance(name, str) else None
+
     def shard_sizes(self, directory: str | os.PathLike[str]) -> list[tuple[Path, int | None]]:
         """``(data file, its size now)`` per shard, in manifest order; the size
         is None when the file is missing. The data file of an LMDB shard
@@ -173,3 +179,18 @@ class Manifest:
                 "(convert it with `fastdata convert`, or resume an interrupted conversion with --resume)"
             )
         return cls.from_json(path.read_text(encoding="utf-8"), source=str(path))
+
+
+def source_at(sources_file: str | os.PathLike[str] | None, index: int) -> str | None:
+    """Line ``index`` of a sources file (see :meth:`Manifest.sources_file`), or
+    None when there is none. Reads up to that line: meant for error messages."""
+    if sources_file is None or index < 0:
+        return None
+    try:
+        with open(sources_file, encoding="utf-8") as f:
+            for i, line in enumerate(f):
+                if i == index:
+                    return str(json.loads(line))
+    except (OSError, ValueError):
+        pass  # only decoration for a message
+    return None

@@ -1,0 +1,61 @@
+"""A damaged record is named with the source file it was converted from, not only shard and record."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from convkit import jpeg, make_folder, manifest_json, run_cli
+from PIL import Image
+
+from fastdata.datasets import open_dataset
+from fastdata.errors import FormatError
+from fastdata.formats import tfrecord
+
+
+def _damaged_jpeg() -> bytes:
+    """Framing intact (so the converter stores it as is), but it does not decode:
+    the second scan of a progressive JPEG names a component the frame lacks."""
+    out = io.BytesIO()
+    Image.open(io.BytesIO(jpeg(7, size=(64, 64)))).save(out, "JPEG", progressive=True)
+    data = bytearray(out.getvalue())
+    second = data.index(b"\xff\xda", data.index(b"\xff\xda") + 2)
+    data[second + 5] = 0x77
+    return bytes(data)
+
+
+@pytest.mark.parametrize("fmt", ["recordio", "lmdb"])
+def test_verify_decode_names_the_source_file(tmp_path, capsys, fmt):
+    src, out = tmp_path / "src", tmp_path / "out"
+    make_folder(src, {"a": 3, "b": 2})
+    (src / "b" / "zz.jpg").write_bytes(_damaged_jpeg())
+    code, _, err = run_cli(capsys, "convert", src, out, "--format", fmt, "--shards", "2", "--workers", "1", "-q")
+    assert code == 0, err
+    code, text, _ = run_cli(capsys, "verify", out, "--decode", "--workers", "1")
+    problems = [line for line in text.splitlines() if "PROBLEM" in line]
+    assert code == 1 and len(problems) == 1
+    assert "image does not decode" in problems[0] and f"source file {src / 'b' / 'zz.jpg'}" in problems[0]
+
+
+def test_a_damaged_record_read_by_a_dataset_names_the_source_file(tmp_path, capsys):
+    src, out = tmp_path / "src", tmp_path / "out"
+    make_folder(src, {"a": 3, "b": 3})
+    assert run_cli(capsys, "convert", src, out, "--format", "tfrecord", "--val-fraction", "0.34", "-q")[0] == 0
+    shard = out / "train" / manifest_json(out / "train")["shards"][0]["file"]
+    first = tfrecord.parse_example(next(iter(tfrecord.Reader(shard))))["image/filename"][0].decode()
+    data = bytearray(shard.read_bytes())
+    data[100] ^= 0xFF  # inside the first record: its CRC no longer matches (the size does)
+    shard.write_bytes(bytes(data))
+    with pytest.raises(FormatError) as info:
+        open_dataset(out / "train")[0]
+    assert f"source file {src / first}" in str(info.value) and str(shard) in str(info.value)
+
+
+def test_the_source_list_is_part_of_the_dataset(tmp_path, capsys):
+    src, out = tmp_path / "src", tmp_path / "out"
+    make_folder(src, {"a": 2, "b": 2})
+    assert run_cli(capsys, "convert", src, out, "--format", "recordio", "--no-shuffle", "-q")[0] == 0
+    m = manifest_json(out)
+    lines = (out / m["extra"]["sources"]).read_text().splitlines()
+    assert [json.loads(line) for line in lines] == [str(src / c / f"img_{k:03d}.jpg") for c in "ab" for k in range(2)]
