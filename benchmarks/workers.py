@@ -30,7 +30,7 @@ def main() -> None:
         for w in (int(x) for x in args.workers.split(",")):
             name = f"batch {bs}, {w} workers"
             variants.append(Variant(name, f"batch {bs}", lambda w=w, bs=bs: drain(make_loader(
-                ds, bs, num_workers=w, distributed=False, drop_last=False)), baseline=first))
+                ds, bs, workers=w, rank=0, world_size=1, drop_last=False)), baseline=first))
             first = first or name
     results = run_interleaved(variants, rounds=args.rounds, progress=lambda m: print(m, file=sys.stderr))
     print(table(results))

@@ -102,8 +102,8 @@ def _pipelines(s: Settings, *, train: bool) -> list[Variant]:
             persistent_workers=s.workers > 0))
 
     def fast(ds):
-        return steady(lambda: make_loader(ds, s.batch_size, train=train, num_workers=s.workers, seed=s.seed,
-                                             distributed=False, persistent_workers=s.workers > 0))
+        return steady(lambda: make_loader(ds, s.batch_size, train=train, workers=s.workers, seed=s.seed,
+                                             rank=0, world_size=1))
 
     def aware():
         return Compose([RandomResizedCrop(224), RandomHorizontalFlip()]) if train else ResizedCenterCrop(256, 224)

@@ -1,8 +1,9 @@
 """What every fastdata map-style dataset shares: indexing, seeding, the error policy.
 
 ``__getitem__`` takes an ``int`` or an :class:`fastdata.rng.SampleKey` and runs
-the sample's transforms under that key's generator; the subclass only says how
-to load one sample (:meth:`MapDataset._item`).
+the sample's transforms under that key's generator (:class:`fastdata.order.KeyScope`,
+the one place a key is honoured); the subclass only says how to load one
+sample (:meth:`MapDataset._item`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch.utils.data
 
-from .. import rng
+from ..order.generators import SampleKey, sample_scope
 from ..errors import FastDataError, FormatError
 from .imaging import Transform, build_item, normalize_label
 from .policy import DATA_ERRORS, SkipCounter, check_policy
@@ -51,14 +52,14 @@ class MapDataset(torch.utils.data.Dataset):
     def _item(self, index: int) -> tuple[Any, Any]:  # pragma: no cover
         raise NotImplementedError
 
-    def __getitem__(self, key: int | rng.SampleKey) -> tuple[Any, Any]:
+    def __getitem__(self, key: int | SampleKey) -> tuple[Any, Any]:
         """``(image, target)`` of sample ``key`` (an int or a SampleKey).
 
         Raises:
             IndexError: the index is out of range.
             FormatError, DecodeError: a corrupt sample under ``on_error="raise"``.
         """
-        with rng.sample_scope(key) as index:
+        with sample_scope(key) as index:
             n = len(self)
             if index < 0:
                 index += n

@@ -1,30 +1,30 @@
 """Streaming (iterable) datasets: shards read front to back, split across
 distributed ranks and DataLoader workers so each record is read once per epoch.
 
-The order is a pure function of ``(seed, epoch)`` (see
-:mod:`fastdata.datasets.partition`), shuffled further by a bounded buffer
-driven by ``rng.worker_generator(seed, epoch, rank, worker)``; each sample's
-transforms run under ``rng.sample_generator(seed, epoch, index)``, so an
+The order is :mod:`fastdata.order.partition`'s, a pure function of
+``(seed, epoch, rank, world_size)``: shards permuted, cut into rank ranges,
+shuffled within windows of ``shuffle_buffer`` records; each sample's
+transforms run under ``sample_generator(seed, epoch, index)``, so an
 augmentation depends on the sample, not on which worker read it. Nothing
-reseeds a global generator.
+reseeds a global generator. ``make_loader`` reads a stream in its own order
+through :meth:`ShardStream.read`.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
-from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
 import torch.utils.data
 
-from .. import rng
 from ..errors import ConfigError
+from ..order.generators import KeyScope, SampleKey, Seeding
+from ..order.partition import Deal, Share
+from ..order.ranks import resolve_place
 from ._shared import SharedSlots
 from .base import ShardLabels
 from .imaging import Transform, build_item, normalize_label
-from .partition import plan, rank_bounds
 from .policy import DATA_ERRORS, SkipCounter, check_policy
 from .shards import TF_IMAGE_KEY, TF_LABEL_KEY, TFClassNames, recordio_shards, tfrecord_shards
 from .shardset import ShardSet
@@ -33,49 +33,6 @@ from .sources import PathArg
 DEFAULT_SHUFFLE_BUFFER = 512
 
 Record = tuple[int, int, int, Any, Any]  # (global index, shard, local index, bytes, label)
-
-
-def resolve_world(rank: int | None, world_size: int | None) -> tuple[int, int]:
-    """``(rank, world_size)``: as given, else from torch.distributed, else ``(0, 1)``.
-
-    Raises:
-        ConfigError: only one of the two given, or a launcher started several
-            processes (``WORLD_SIZE > 1``) but no process group exists yet, so
-            every rank would read the same samples.
-    """
-    if rank is not None and world_size is not None:
-        if world_size < 1 or not 0 <= rank < world_size:
-            raise ConfigError(f"rank {rank} is not in range for world_size {world_size}")
-        return int(rank), int(world_size)
-    if rank is not None or world_size is not None:
-        raise ConfigError("pass both rank and world_size, or neither (then torch.distributed decides)")
-    dist = torch.distributed
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    launched = os.environ.get("WORLD_SIZE", "1")
-    if launched.isdigit() and int(launched) > 1:
-        raise ConfigError(
-            f"WORLD_SIZE={launched} but torch.distributed is not initialized, so every rank would stream "
-            "the same samples; call torch.distributed.init_process_group() before creating the dataset, "
-            "or pass rank= and world_size="
-        )
-    return 0, 1
-
-
-def shuffled(records: Iterator[Record], size: int, gen: np.random.Generator) -> Iterator[Record]:
-    """Yield ``records`` through a buffer of at most ``size`` items, in random order."""
-    buffer: list[Record] = []
-    for record in records:
-        if len(buffer) < size:
-            buffer.append(record)
-            continue
-        j = int(gen.integers(size))
-        buffer[j], record = record, buffer[j]
-        yield record
-    order = gen.permutation(len(buffer))
-    for j in order:
-        yield buffer[j]
-    buffer.clear()
 
 
 class ShardStream(ShardLabels, torch.utils.data.IterableDataset):
@@ -116,8 +73,8 @@ class ShardStream(ShardLabels, torch.utils.data.IterableDataset):
         self.shuffle = bool(shuffle)
         self.shuffle_buffer = int(shuffle_buffer)
         self.drop_last = bool(drop_last)
-        self.rank, self.world_size = resolve_world(rank, world_size)
-        self._explicit_world = rank is not None
+        self.place = resolve_place(rank, world_size, train=self.shuffle)
+        self.rank, self.world_size = self.place.rank, self.place.world_size
         self._epoch = SharedSlots(1)
         self._skips = SkipCounter(on_error)
         self._classes = list(classes) if classes is not None else None
@@ -142,76 +99,66 @@ class ShardStream(ShardLabels, torch.utils.data.IterableDataset):
         return len(self.shards)
 
     def __len__(self) -> int:
-        lo, hi = rank_bounds(len(self.shards), self.rank, self.world_size, drop_last=self.drop_last)
-        return hi - lo
+        return self.share(0).size(len(self.shards))
 
-    def plan(self, epoch: int, worker: int = 0, num_workers: int = 1) -> list[tuple[int, int, int]]:
-        """The ``(shard, start, stop)`` ranges one worker of this rank reads in ``epoch``."""
-        return plan(
-            self.shards.counts,
-            seed=self.seed,
-            epoch=epoch,
-            rank=self.rank,
-            world_size=self.world_size,
-            worker=worker,
-            num_workers=num_workers,
-            shuffle=self.shuffle,
-            drop_last=self.drop_last,
+    def share(self, epoch: int) -> Share:
+        """This rank's share of ``epoch`` in the stream's own order."""
+        return Share(
+            self.seed, epoch, self.rank, self.world_size, remainder="drop" if self.drop_last else "even",
+            shuffle=self.shuffle, window=self.shuffle_buffer if self.shuffle else 0,
         )
 
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
         info = torch.utils.data.get_worker_info()
-        worker, num_workers = (0, 1) if info is None else (info.id, info.num_workers)
         if info is None:
-            self._check_world()
-        epoch = self.epoch
-        records = self._records(self.plan(epoch, worker, num_workers))
-        if self.shuffle and self.shuffle_buffer > 1:
-            gen = rng.worker_generator(self.seed, epoch, self.rank, worker)
-            records = shuffled(records, self.shuffle_buffer, gen)
+            self.place.check_unchanged("this stream")
+        deal = Deal() if info is None else Deal(info.id, info.num_workers)
+        return self.read(self.share(self.epoch), deal)
+
+    def read(self, share: Share, deal: Deal, *, seeding: Seeding = "sample", reseed: bool = False) -> Iterator[Any]:
+        """The samples ``deal`` takes of ``share`` (a rank's order for one
+        epoch), each window's records read in file order and yielded in
+        ``share``'s; transforms run under the sample's key (see
+        :class:`fastdata.order.KeyScope` for ``seeding`` and ``reseed``)."""
+        records = share.records(self.shards.counts)
+        scope = KeyScope(seeding, rank=share.rank, reseed=reseed)
         # a per-sample generator costs ~50 us: only make one when a transform runs
         seeded = self.decode and (self.transform is not None or self.target_transform is not None)
-        for index, shard, local, data, label in records:
-            try:
-                with rng.use(rng.sample_generator(self.seed, epoch, index)) if seeded else nullcontext():
-                    item = build_item(
-                        data,
-                        normalize_label(label),
-                        self.shards.name(shard, local),
-                        decode=self.decode,
-                        transform=self.transform,
-                        target_transform=self.target_transform,
-                    )
-            except DATA_ERRORS as exc:
-                if self.on_error == "raise":
-                    raise
-                self._skips.record(exc, "dropped from this epoch")
-                continue
-            yield item  # outside the rng scope: the consumer must not draw from this sample's generator
-
-    def _records(self, segments: list[tuple[int, int, int]]) -> Iterator[Record]:
-        starts = self.shards.starts
-        for shard, begin, stop in segments:
-            base = int(starts[shard])
-            for local in range(begin, stop):
+        for chunk in deal.chunks(len(records), share.window):
+            for index, shard, local, data, label in self._records(records[chunk]):
                 try:
-                    data, label = self.shards.read(shard, local)
+                    with scope(SampleKey(index, share.seed, share.epoch) if seeded else index):
+                        item = build_item(
+                            data,
+                            normalize_label(label),
+                            self.shards.name(shard, local),
+                            decode=self.decode,
+                            transform=self.transform,
+                            target_transform=self.target_transform,
+                        )
                 except DATA_ERRORS as exc:
                     if self.on_error == "raise":
                         raise
                     self._skips.record(exc, "dropped from this epoch")
                     continue
-                yield base + local, shard, local, data, label
+                yield item  # outside the key's scope: the consumer must not draw from this sample's generator
 
-    def _check_world(self) -> None:
-        if self._explicit_world:
-            return
-        dist = torch.distributed
-        if dist.is_available() and dist.is_initialized() and dist.get_world_size() != self.world_size:
-            raise ConfigError(
-                f"this stream was created for world_size {self.world_size} but torch.distributed now has "
-                f"{dist.get_world_size()} ranks; create the dataset after init_process_group()"
-            )
+    def _records(self, indices: np.ndarray) -> list[Record]:
+        """The records ``indices`` in that order, read in file order."""
+        shards = np.searchsorted(self.shards.ends, indices, side="right")
+        got: list[Record | None] = [None] * len(indices)
+        for j in np.argsort(indices, kind="stable").tolist():
+            shard = int(shards[j])
+            local = int(indices[j]) - int(self.shards.starts[shard])
+            try:
+                data, label = self.shards.read(shard, local)
+            except DATA_ERRORS as exc:
+                if self.on_error == "raise":
+                    raise
+                self._skips.record(exc, "dropped from this epoch")
+                continue
+            got[j] = (int(indices[j]), shard, local, data, label)
+        return [record for record in got if record is not None]
 
     def __repr__(self) -> str:
         return (

@@ -1,14 +1,14 @@
-"""Which samples each rank reads in each epoch: a pure function of
-``(seed, epoch, rank, world_size)``, checked by invariants in the tests.
+"""Which samples each rank reads in each epoch, as a torch ``Sampler``: the
+scheme of :mod:`fastdata.order.partition` with one record per block.
 
 Train (``train=True``): the epoch's permutation is padded by wrapping around
-to a multiple of ``world_size`` and dealt out round-robin, so every rank gets
-``ceil(n / world_size)`` samples and the same number of batches -- no DDP
-hang on an uneven last batch. At most ``world_size - 1`` samples are read
-twice per epoch (the first ones of the permutation, so different ones each
-epoch); none is dropped. Eval (``train=False``): every sample exactly once
-across ranks, no padding, so ranks' lengths may differ by one sample (and
-their batch counts by one): gather metrics after the loop, do not run a
+to a multiple of ``world_size`` and dealt out round-robin, so every
+rank gets ``ceil(n / world_size)`` samples and the same number of batches --
+no DDP hang on an uneven last batch. At most ``world_size - 1`` samples are
+read twice per epoch (the first ones of the permutation, so different ones
+each epoch); none is dropped. Eval (``train=False``): every sample exactly
+once across ranks, no padding, so ranks' lengths may differ by one sample
+(and their batch counts by one): gather metrics after the loop, do not run a
 collective per batch.
 """
 
@@ -20,35 +20,10 @@ import numpy as np
 from torch.utils.data import Sampler
 
 from ..errors import ConfigError
-from ..rng import SampleKey
+from ..order.generators import SampleKey
+from ..order.partition import Share
 
-__all__ = ["ShardedSampler", "epoch_order", "shard_indices"]
-
-_MASK = 0xFFFFFFFFFFFFFFFF
-
-
-def epoch_order(length: int, seed: int, epoch: int, *, shuffle: bool = True) -> np.ndarray:
-    """The whole dataset's order for one epoch (int64, a permutation of ``range(length)``).
-
-    Built from Philox's raw output, whose stream NumPy keeps stable across
-    versions, and a stable argsort -- not ``Generator.permutation``, whose
-    algorithm NumPy may change.
-    """
-    if not shuffle:
-        return np.arange(length, dtype=np.int64)
-    key = np.random.SeedSequence([seed & _MASK, epoch & _MASK, 0x0DE7]).generate_state(2, np.uint64)
-    draws = np.random.Philox(key=int(key[0]) | (int(key[1]) << 64)).random_raw(length)
-    return np.argsort(draws, kind="stable").astype(np.int64, copy=False)
-
-
-def shard_indices(
-    length: int, *, seed: int, epoch: int, rank: int, world_size: int, train: bool, shuffle: bool | None = None
-) -> np.ndarray:
-    """The dataset indices ``rank`` reads in ``epoch``, in order (see the module doc)."""
-    order = epoch_order(length, seed, epoch, shuffle=train if shuffle is None else shuffle)
-    if train and length % world_size:
-        order = np.resize(order, -(-length // world_size) * world_size)  # wrap around
-    return order[rank::world_size]
+__all__ = ["ShardedSampler"]
 
 
 class ShardedSampler(Sampler):
@@ -57,8 +32,8 @@ class ShardedSampler(Sampler):
     Args:
         length: dataset size (> 0).
         seed: base seed; the order depends on ``(seed, epoch)`` only.
-        rank, world_size: this process's shard (``0 <= rank < world_size``).
-        train: pad to equal shards and shuffle (True) or read each sample
+        rank, world_size: this process's place (``0 <= rank < world_size``).
+        train: pad to equal shares and shuffle (True) or read each sample
             once, in order (False); see the module doc.
         shuffle: override the shuffling ``train`` implies.
         keys: yield :class:`fastdata.rng.SampleKey` ``(index, seed, epoch)``
@@ -95,23 +70,25 @@ class ShardedSampler(Sampler):
         self.epoch = int(epoch)
 
     def set_start(self, start: int) -> None:
-        """Skip the first ``start`` samples of this rank's shard, in the next iteration only."""
+        """Skip the first ``start`` samples of this rank's share, in the next iteration only."""
         if start < 0:
             raise ConfigError(f"start must be >= 0, got {start}")
         self._start = int(start)
 
-    def indices(self) -> np.ndarray:
-        """This rank's full shard for the current epoch."""
-        return shard_indices(
-            self.length, seed=self.seed, epoch=self.epoch, rank=self.rank,
-            world_size=self.world_size, train=self.train, shuffle=self.shuffle,
+    def share(self) -> Share:
+        """This rank's share of the current epoch."""
+        return Share(
+            self.seed, self.epoch, self.rank, self.world_size, remainder="pad" if self.train else "even",
+            shuffle=self.train if self.shuffle is None else self.shuffle, interleave=True,
         )
 
+    def indices(self) -> np.ndarray:
+        """This rank's full share for the current epoch."""
+        return self.share().records(total=self.length)
+
     def __len__(self) -> int:
-        """Samples in this rank's full shard (resuming yields fewer once)."""
-        if self.train:
-            return -(-self.length // self.world_size)
-        return len(range(self.rank, self.length, self.world_size))
+        """Samples in this rank's full share (resuming yields fewer once)."""
+        return self.share().size(self.length)
 
     def __iter__(self) -> Iterator[SampleKey | int]:
         start, self._start = self._start, 0

@@ -1,5 +1,5 @@
 """Seeds for DataLoader workers and the main process, as pure functions of
-``(seed, epoch, rank, worker_id)``.
+``(seed, epoch, rank, worker_id)`` (derived in :mod:`fastdata.order.seeds`).
 
 Every stream a worker may draw from -- Python's ``random``, NumPy's global
 state, torch's CPU generator and :func:`fastdata.rng.generator` -- is seeded
@@ -15,37 +15,12 @@ import numpy as np
 import torch
 from torch.utils.data import get_worker_info
 
-from .. import rng
 from ..errors import ConfigError
+from ..order import seeds
+from ..order.generators import seed_process, set_generator
+from ..order.ranks import current_rank
 
-__all__ = ["WorkerSeeder", "current_rank", "seed_everything", "seed_process", "seed_worker"]
-
-_MASK = 0xFFFFFFFFFFFFFFFF
-_MAIN_PROCESS = -1  # a worker id no DataLoader worker has
-
-
-def seed_process(seed: int, epoch: int, rank: int, worker_id: int) -> None:
-    """Seed this process's ``random``, NumPy, torch and fastdata.rng streams.
-
-    Each stream gets its own word from one SeedSequence over the four inputs.
-    """
-    words = np.random.SeedSequence([seed & _MASK, epoch & _MASK, rank & _MASK, worker_id & _MASK, 0x5EED]).generate_state(
-        3, np.uint64
-    )
-    random.seed(int(words[0]))
-    np.random.seed(int(words[1]) & 0xFFFFFFFF)  # the legacy global state takes 32 bits
-    torch.manual_seed(int(words[2]) & 0x7FFFFFFFFFFFFFFF)
-    rng.set_generator(rng.worker_generator(seed, epoch, rank, worker_id))
-
-
-def current_rank() -> int:
-    """This process's rank: the process group's, else ``$RANK`` (torchrun), else 0."""
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        return int(torch.distributed.get_rank())
-    try:
-        return int(os.environ.get("RANK", "0"))
-    except ValueError:
-        return 0
+__all__ = ["WorkerSeeder", "seed_everything", "seed_process", "seed_worker"]
 
 
 def seed_worker(worker_id: int) -> None:
@@ -74,7 +49,7 @@ class WorkerSeeder:
 
     ``make_loader`` sets :attr:`epoch` before each epoch's workers start, so
     non-persistent workers get fresh streams every epoch; persistent workers
-    are reseeded by the loader's dataset adapter when a new epoch's first
+    are reseeded by :class:`fastdata.order.KeyScope` when a new epoch's first
     sample reaches them.
     """
 
@@ -108,10 +83,11 @@ def seed_everything(seed: int, deterministic: bool = False) -> int:
     the environment if set/dict iteration order of str keys matters to you.
     """
     seed = int(seed)
-    random.seed(seed)
-    np.random.seed(seed & 0xFFFFFFFF)
-    torch.manual_seed(seed & 0x7FFFFFFFFFFFFFFF)  # also seeds every CUDA device, lazily
-    rng.set_generator(rng.worker_generator(seed, 0, 0, _MAIN_PROCESS))
+    py, np_seed, torch_seed = seeds.global_seeds(seed)
+    random.seed(py)
+    np.random.seed(np_seed)
+    torch.manual_seed(torch_seed)  # also seeds every CUDA device, lazily
+    set_generator(seeds.main_generator(seed))
     if deterministic:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.backends.cudnn.deterministic = True

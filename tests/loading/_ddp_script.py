@@ -37,13 +37,13 @@ def main() -> None:
     rank = dist.get_rank()
     record: dict[str, object] = {"world_size": dist.get_world_size()}
     for name, seed in (("seed0", 0), ("seed0_again", 0), ("seed1", 1)):
-        loader = make_loader(IndexImages(N), 4, seed=seed, num_workers=0, drop_last=False)
+        loader = make_loader(IndexImages(N), 4, seed=seed, workers=0, drop_last=False)
         record[name] = epochs(loader, 2)
         record[name + "_len"] = len(loader)
-    evaluation = make_loader(IndexImages(N), 4, train=False, num_workers=0)
+    evaluation = make_loader(IndexImages(N), 4, train=False, workers=0)
     record["eval"] = [t for _, targets in evaluation for t in targets.tolist()]
     try:
-        make_loader(IndexImages(N), 4, distributed=False, num_workers=0)
+        make_loader(IndexImages(N), 4, distributed=False, workers=0)
         record["refusal"] = None
     except ConfigError as exc:
         record["refusal"] = str(exc)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fastdata import ConfigError, make_loader
-from fastdata.loading import distributed as dist_module
+from fastdata import ConfigError, Prefetch, Workers, make_loader
+from fastdata.order import ranks as ranks_module
 
 from ._data import IndexImages, augmentation, global_draws, indices
 
@@ -35,7 +35,7 @@ def _same(a, b, *, global_rows: bool = True) -> bool:
 
 def test_two_runs_with_one_seed_give_bit_identical_batches():
     def make(seed):
-        return make_loader(IndexImages(N), 4, seed=seed, num_workers=2, multiprocessing_context="fork")
+        return make_loader(IndexImages(N), 4, seed=seed, workers=Workers(2, context="fork"))
 
     with make(0) as a, make(0) as b, make(1) as c:
         first, second, other = _epochs(a, 2), _epochs(b, 2), _epochs(c, 2)
@@ -48,7 +48,7 @@ def test_two_runs_with_one_seed_give_bit_identical_batches():
 def test_same_samples_order_and_augmentation_for_0_1_2_workers():
     runs = []
     for workers in (0, 1, 2):
-        with make_loader(IndexImages(N), 4, seed=3, num_workers=workers, multiprocessing_context="fork") as loader:
+        with make_loader(IndexImages(N), 4, seed=3, workers=Workers(workers, context="fork")) as loader:
             runs.append(_epochs(loader, 2))
     for run in runs[1:]:
         for e in range(2):
@@ -62,8 +62,8 @@ def test_same_samples_order_and_augmentation_for_0_1_2_workers():
 @pytest.mark.parametrize("seeding", ["sample", "worker"])
 def test_workers_get_new_augmentation_every_epoch(seeding):
     def run(persistent):
-        with make_loader(IndexImages(N), 4, seed=5, num_workers=2, persistent_workers=persistent, train=False,
-                         seeding=seeding, multiprocessing_context="fork") as loader:
+        with make_loader(IndexImages(N), 4, seed=5, workers=Workers(2, persistent=persistent, context="fork"),
+                         train=False, seeding=seeding) as loader:
             assert loader.dataloader.persistent_workers == persistent
             return _epochs(loader, 3)
 
@@ -80,8 +80,8 @@ def test_workers_get_new_augmentation_every_epoch(seeding):
 
 def test_worker_seeding_differs_per_worker_but_repeats():
     def run(workers):
-        with make_loader(IndexImages(16), 4, num_workers=workers, seeding="worker", train=False,
-                         multiprocessing_context="fork") as loader:
+        with make_loader(IndexImages(16), 4, workers=Workers(workers, context="fork"), seeding="worker",
+                         train=False) as loader:
             return _epochs(loader, 1)[0]
 
     two = run(2)
@@ -91,7 +91,7 @@ def test_worker_seeding_differs_per_worker_but_repeats():
 
 
 def test_epochs_advance_by_themselves_and_set_epoch_rewinds():
-    loader = make_loader(IndexImages(N), 5, num_workers=0)
+    loader = make_loader(IndexImages(N), 5, workers=0)
     assert len(loader) == N // 5 and loader.epoch == 0
     e0 = [indices(x) for x, _ in loader]
     assert loader.epoch == 1
@@ -108,17 +108,17 @@ def test_epochs_advance_by_themselves_and_set_epoch_rewinds():
 
 @pytest.mark.parametrize("stop_after", [0, 1, 3])
 def test_resume_mid_epoch_is_bit_identical_to_an_uninterrupted_run(stop_after):
-    settings = {"seed": 11, "prefetch_to": "cpu", "mean": (0.5,), "std": (0.25,), "multiprocessing_context": "fork"}
-    with make_loader(IndexImages(N), 4, num_workers=2, **settings) as reference:
+    settings = {"seed": 11, "prefetch": Prefetch("cpu", mean=(0.5,), std=(0.25,))}
+    with make_loader(IndexImages(N), 4, workers=Workers(2, context="fork"), **settings) as reference:
         expected = _epochs(reference, 3)
-    with make_loader(IndexImages(N), 4, num_workers=1, **settings) as first:
+    with make_loader(IndexImages(N), 4, workers=Workers(1, context="fork"), **settings) as first:
         _epochs(first, 1)
         it = iter(first)
         for _ in range(stop_after):
             next(it)
         state = first.state_dict()
     assert state["epoch"] == 1 and state["batches"] == stop_after and state["seed"] == 11
-    with make_loader(IndexImages(N), 4, num_workers=0, **{**settings, "seed": 999}) as resumed:
+    with make_loader(IndexImages(N), 4, workers=0, **{**settings, "seed": 999}) as resumed:
         resumed.load_state_dict(state)
         rest, following = _epochs(resumed, 2)
     # normalised floats: compare through the index row, then whole tensors minus the global-draw row
@@ -127,14 +127,14 @@ def test_resume_mid_epoch_is_bit_identical_to_an_uninterrupted_run(stop_after):
 
 
 def test_state_after_a_full_epoch_points_at_the_next_and_mismatches_are_refused():
-    loader = make_loader(IndexImages(N), 4, num_workers=0)
+    loader = make_loader(IndexImages(N), 4, workers=0)
     list(loader)
     state = loader.state_dict()
     assert (state["epoch"], state["batches"], state["world_size"]) == (1, 0, 1)
     with pytest.raises(ConfigError, match="batch_size"):
-        make_loader(IndexImages(N), 8, num_workers=0).load_state_dict(state)
+        make_loader(IndexImages(N), 8, workers=0).load_state_dict(state)
     with pytest.raises(ConfigError, match="world_size"):
-        make_loader(IndexImages(N), 4, num_workers=0, distributed=(0, 2)).load_state_dict(state)
+        make_loader(IndexImages(N), 4, workers=0, rank=0, world_size=2).load_state_dict(state)
     with pytest.raises(ConfigError, match="version"):
         loader.load_state_dict({**state, "version": 99})
     with pytest.raises(ConfigError, match="consumed"):
@@ -142,49 +142,59 @@ def test_state_after_a_full_epoch_points_at_the_next_and_mismatches_are_refused(
 
 
 def test_explicit_shards_are_disjoint_complete_and_equal():
-    shards = [make_loader(IndexImages(N), 3, num_workers=0, distributed=(r, 3), drop_last=False) for r in range(3)]
+    shards = [make_loader(IndexImages(N), 3, workers=0, rank=r, world_size=3, drop_last=False) for r in range(3)]
     seen = [[i for x, _ in loader for i in indices(x)] for loader in shards]
     assert len({len(loader) for loader in shards}) == 1
     assert set().union(*map(set, seen)) == set(range(N))
-    evals = [make_loader(IndexImages(N), 3, num_workers=0, distributed=(r, 3), train=False) for r in range(3)]
+    evals = [make_loader(IndexImages(N), 3, workers=0, rank=r, world_size=3, train=False) for r in range(3)]
     seen = sorted(i for loader in evals for x, _ in loader for i in indices(x))
     assert seen == list(range(N))
 
 
 def test_refuses_when_ranks_would_read_the_same_data(monkeypatch):
-    monkeypatch.setattr(dist_module, "_group", lambda: (0, 2))
-    with pytest.raises(ConfigError, match="distributed='auto'"):
-        make_loader(IndexImages(N), 4, distributed=False, num_workers=0)
-    make_loader(IndexImages(N), 4, distributed=False, train=False, num_workers=0)  # evaluating everything is fine
-    assert make_loader(IndexImages(N), 4, num_workers=0).world_size == 2
-    monkeypatch.setattr(dist_module, "_group", lambda: None)
+    monkeypatch.setattr(ranks_module, "_group", lambda: (0, 2))
+    for place in ({"distributed": False}, {"rank": 0, "world_size": 1}):
+        with pytest.raises(ConfigError, match="unset to shard by rank"):
+            make_loader(IndexImages(N), 4, workers=0, **place)
+        make_loader(IndexImages(N), 4, train=False, workers=0, **place)  # evaluating everything is fine
+    assert make_loader(IndexImages(N), 4, workers=0).world_size == 2
+    monkeypatch.setattr(ranks_module, "_group", lambda: None)
     monkeypatch.setenv("WORLD_SIZE", "2")
     with pytest.raises(ConfigError, match="init_process_group"):
-        make_loader(IndexImages(N), 4, num_workers=0)
+        make_loader(IndexImages(N), 4, workers=0)
     with pytest.raises(ConfigError, match="init_process_group"):
-        make_loader(IndexImages(N), 4, distributed=True, num_workers=0)
+        make_loader(IndexImages(N), 4, distributed=True, workers=0)
+    assert make_loader(IndexImages(N), 4, distributed=(1, 2), workers=0).rank == 1  # the older spelling
+    with pytest.raises(ConfigError, match="not both"):
+        make_loader(IndexImages(N), 4, distributed=(1, 2), rank=1, world_size=2, workers=0)
+    with pytest.raises(ConfigError, match="both rank and world_size"):
+        make_loader(IndexImages(N), 4, rank=1, workers=0)
 
 
 def test_bad_arguments_raise():
-    with pytest.raises(ConfigError, match="prefetch_to"):
-        make_loader(IndexImages(N), 4, mean=(0.5,), std=(0.2,))
+    with pytest.raises(ConfigError, match="0-1 units"):
+        Prefetch("cpu", mean=(123.7, 116.3, 103.5), std=(58.4, 57.1, 57.4))
     with pytest.raises(ConfigError, match="batch_size"):
         make_loader(IndexImages(N), 0)
     with pytest.raises(ConfigError, match="seeding"):
         make_loader(IndexImages(N), 4, seeding="global")
+    with pytest.raises(ConfigError, match="context"):
+        Workers(2, context="threads")
+    with pytest.raises(ConfigError, match="workers must be"):
+        make_loader(IndexImages(N), 4, workers="2")
 
 
 def test_spawn_workers_give_the_same_batches():
-    with make_loader(IndexImages(N, kind="tensor"), 4, seed=2, num_workers=0) as plain:
+    with make_loader(IndexImages(N, kind="tensor"), 4, seed=2, workers=0) as plain:
         expected = _epochs(plain, 1)
-    with make_loader(IndexImages(N, kind="tensor"), 4, seed=2, num_workers=2, multiprocessing_context="spawn") as spawned:
+    with make_loader(IndexImages(N, kind="tensor"), 4, seed=2, workers=Workers(2, context="spawn")) as spawned:
         assert _same(_epochs(spawned, 1)[0], expected[0], global_rows=False)
 
 
 def test_no_full_batch_is_refused_and_close_ends_the_pass():
     with pytest.raises(ConfigError, match="drop_last=False"):
-        make_loader(IndexImages(5), 4, num_workers=0, distributed=(0, 2))
-    loader = make_loader(IndexImages(N), 4, num_workers=1, multiprocessing_context="fork")
+        make_loader(IndexImages(5), 4, workers=0, rank=0, world_size=2)
+    loader = make_loader(IndexImages(N), 4, workers=Workers(1, context="fork"))
     it = iter(loader)
     next(it)
     loader.close()
@@ -200,11 +210,11 @@ def test_no_full_batch_is_refused_and_close_ends_the_pass():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("workers", [0, 2])
 def test_prefetch_to_cuda_equals_the_cpu_path(workers):
-    settings = {"seed": 4, "mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225), "num_workers": workers,
-                    "memory_format": torch.channels_last, "multiprocessing_context": "fork"}
-    with make_loader(IndexImages(N), 4, prefetch_to="cpu", **settings) as on_cpu:
+    norm = {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225), "memory_format": torch.channels_last}
+    settings = {"seed": 4, "workers": Workers(workers, context="fork")}
+    with make_loader(IndexImages(N), 4, prefetch=Prefetch("cpu", **norm), **settings) as on_cpu:
         expected = _epochs(on_cpu, 2)
-    with make_loader(IndexImages(N), 4, prefetch_to="cuda", **settings) as on_gpu:
+    with make_loader(IndexImages(N), 4, prefetch=Prefetch("cuda", **norm), **settings) as on_gpu:
         assert on_gpu.dataloader.pin_memory
         got = [[(x.cpu(), y.cpu()) for x, y in on_gpu] for _ in range(2)]
         assert all(x.is_contiguous(memory_format=torch.channels_last) for x, _ in got[0])

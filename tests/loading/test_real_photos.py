@@ -3,18 +3,16 @@ make_loader give the same batches whatever num_workers."""
 
 from __future__ import annotations
 
-import pytest
 import torch
 from torch.utils.data import Subset
 
-from fastdata import make_loader
+from fastdata import Workers, make_loader, transforms
+from fastdata.datasets import ImageFolder
 
 
 def _photos(shared_data, count: int = 12):
-    datasets = pytest.importorskip("fastdata.datasets")
-    transforms = pytest.importorskip("fastdata.transforms")
     transform = transforms.Compose([transforms.RandomResizedCrop(48), transforms.RandomHorizontalFlip()])
-    folder = datasets.ImageFolder(shared_data / "photos" / "hymenoptera" / "train", transform=transform)
+    folder = ImageFolder(shared_data / "photos" / "hymenoptera" / "train", transform=transform)
     step = len(folder) // count
     return Subset(folder, list(range(0, step * count, step)))  # both classes, real sizes
 
@@ -22,7 +20,7 @@ def _photos(shared_data, count: int = 12):
 def test_real_photos_same_batches_for_0_and_2_workers(shared_data):
     runs = []
     for workers in (0, 2):
-        with make_loader(_photos(shared_data), 4, seed=1, num_workers=workers, multiprocessing_context="fork") as loader:
+        with make_loader(_photos(shared_data), 4, seed=1, workers=Workers(workers, context="fork")) as loader:
             runs.append([[(x, y) for x, y in loader] for _ in range(2)])
     for epoch in range(2):
         for (x0, y0), (x2, y2) in zip(runs[0][epoch], runs[1][epoch], strict=True):

@@ -6,12 +6,14 @@ import numpy as np
 import pytest
 
 from fastdata import ConfigError
-from fastdata.loading.sampler import ShardedSampler, epoch_order, shard_indices
+from fastdata.loading.sampler import ShardedSampler
+from fastdata.order.partition import epoch_order
 from fastdata.rng import SampleKey
 
 
 def _shards(n, world, *, seed=0, epoch=0, train=True):
-    return [shard_indices(n, seed=seed, epoch=epoch, rank=r, world_size=world, train=train) for r in range(world)]
+    return [ShardedSampler(n, seed=seed, epoch=epoch, rank=r, world_size=world, train=train).indices()
+            for r in range(world)]
 
 
 @pytest.mark.parametrize("n", [1, 7, 64, 101])

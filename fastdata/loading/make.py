@@ -1,0 +1,126 @@
+"""``make_loader``: a resumable, seeded, rank-sharded :class:`Loader` over a
+map-style dataset or a fastdata stream."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader
+
+from ..errors import ConfigError
+from ..order import seeds
+from ..order.generators import Seeding
+from ..order.ranks import Distributed, Place, from_distributed, resolve_place
+from .collate import FastCollate
+from .keyed import KeyedDataset
+from .loader import Loader
+from .sampler import ShardedSampler
+from .seeding import WorkerSeeder
+from .settings import Prefetch, Workers
+from .streamed import StreamFeed, is_stream
+
+__all__ = ["make_loader"]
+
+
+def _place(dataset: Any, rank: int | None, world_size: int | None, distributed: Distributed | None,
+           train: bool) -> Place:
+    if distributed is not None:
+        if rank is not None or world_size is not None:
+            raise ConfigError("pass rank=/world_size= or the older distributed=, not both")
+        return from_distributed(distributed, train=train)
+    if rank is None and world_size is None and is_stream(dataset) and hasattr(dataset, "place"):
+        return dataset.place  # the stream's own, resolved the same way when it was created
+    return resolve_place(rank, world_size, train=train)
+
+
+def make_loader(
+    dataset: Any,
+    batch_size: int,
+    *,
+    train: bool = True,
+    seed: int | None = None,
+    rank: int | None = None,
+    world_size: int | None = None,
+    workers: Workers | int | None = None,
+    prefetch: Prefetch | None = None,
+    collate_fn: Callable[[list[Any]], Any] | None = None,
+    seeding: Seeding = "sample",
+    drop_last: bool | None = None,
+    distributed: Distributed | None = None,
+) -> Loader:
+    """A resumable, seeded, rank-sharded loader of ``(images, targets)`` batches.
+
+    Args:
+        dataset: a map-style dataset returning ``(image, target)`` (see
+            ``fast_collate``), or a fastdata stream
+            (``open_dataset(path, streaming=True)``), which is then read in this
+            loader's order (its seed, rank and shuffling; the stream keeps its
+            records, transforms and ``shuffle_buffer``).
+        batch_size: samples per batch on this rank.
+        train: shuffle and pad to equal shares (True) or read every sample once, in order.
+        seed: fixes the order (with epoch, rank, world size) and the
+            augmentation; ``None`` = a stream's own seed, else 0.
+        rank, world_size: this process's place; both unset = the process
+            group's (a stream's own place when it was given one), else one
+            rank. Refuses training set-ups whose ranks would read the same
+            data (see :func:`fastdata.order.resolve_place`).
+        workers: :class:`Workers` (count, persistence, prefetch factor,
+            start method, pinning), or an int worker count.
+        prefetch: :class:`Prefetch` to copy and normalise batches on a device
+            (mean/std in 0-1 units); None yields uint8 CPU batches.
+        collate_fn: replaces :class:`FastCollate` (raw bytes, detection
+            targets...); with ``prefetch`` it must still return ``(uint8 images, targets)``.
+        seeding: ``"sample"`` (augmentation per sample, the same for any
+            ``num_workers`` and across a resume) or ``"worker"`` (per worker and epoch).
+        drop_last: ``None`` = True for training, False for evaluation. In
+            evaluation ranks may get one batch more than others (every sample
+            is read exactly once): gather results after the loop, not per batch.
+        distributed: the older spelling of the place: ``"auto"``, True,
+            False or ``(rank, world_size)``; see :func:`fastdata.order.ranks.from_distributed`.
+
+    Raises:
+        ConfigError: bad arguments, a distributed set-up that would repeat
+            data, or fewer samples on this rank than one batch.
+    """
+    if batch_size < 1:
+        raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+    if seeding not in ("sample", "worker"):
+        raise ConfigError(f"seeding must be 'sample' or 'worker', got {seeding!r}")
+    settings = Workers.of(workers)
+    place = _place(dataset, rank, world_size, distributed, train)
+    if seed is None:
+        seed = int(getattr(dataset, "seed", 0)) if is_stream(dataset) else 0
+    count, pinned = settings.count(), settings.pinned(prefetch)
+    if is_stream(dataset):
+        order = StreamFeed(dataset, seed=seed, place=place, train=train, batch_size=batch_size, seeding=seeding)
+        data, sampler = order, None
+    else:
+        order = sampler = ShardedSampler(len(dataset), seed=seed, rank=place.rank, world_size=place.world_size,
+                                         train=train, keys=True)
+        data = KeyedDataset(dataset, seeding=seeding, rank=place.rank)
+    if collate_fn is None:
+        layout = prefetch.memory_format if prefetch is not None else torch.contiguous_format
+        collate_fn = FastCollate(memory_format=layout, pin_memory=pinned and count == 0)
+    seeder = WorkerSeeder(seed, rank=place.rank)
+    generator = torch.Generator()
+    generator.manual_seed(seeds.global_seeds(seed)[2])  # torch's base seeds; the global RNG stays untouched
+    dataloader = DataLoader(
+        data,
+        batch_size=batch_size,
+        sampler=sampler,
+        collate_fn=collate_fn,
+        pin_memory=pinned,
+        drop_last=train if drop_last is None else bool(drop_last),
+        worker_init_fn=seeder if count > 0 else None,
+        generator=generator,
+        **settings.dataloader_options(),
+    )
+    if len(dataloader) == 0:
+        raise ConfigError(
+            f"{order.length} samples over {place.world_size} rank(s) give this rank {len(order)}, not one full "
+            f"batch of {batch_size}: pass drop_last=False or a smaller batch_size"
+        )
+    prefetcher = prefetch.wrap(dataloader) if prefetch is not None else None
+    return Loader(dataloader, order, seeder, prefetcher, dataset=dataset, seeding=seeding)

@@ -1,0 +1,139 @@
+"""``make_loader``'s grouped settings: the worker processes and the GPU prefetch."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+
+from ..errors import ConfigError
+from .prefetch import CUDAPrefetcher
+
+__all__ = ["Prefetch", "Workers"]
+
+_CONTEXTS = (None, "fork", "spawn", "forkserver")
+
+
+def _default_count() -> int:
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    per_node = os.environ.get("LOCAL_WORLD_SIZE", "1")
+    return max(1, min(8, cpus // (int(per_node) if per_node.isdigit() and int(per_node) > 0 else 1)))
+
+
+@dataclass(frozen=True)
+class Workers:
+    """The DataLoader worker processes (``make_loader(..., workers=Workers(...))``;
+    ``workers=4`` is short for ``Workers(num=4)``).
+
+    Args:
+        num: worker processes; ``None`` = CPUs per local rank, at most 8;
+            0 loads in the main process.
+        persistent: keep workers alive between epochs (when ``num > 0``).
+        prefetch_factor: batches each worker loads ahead (torch's default 2).
+        context: ``"fork"``, ``"spawn"``, ``"forkserver"`` or None (torch's default).
+        pin_memory: batches in pinned host memory; ``"auto"`` = when CUDA is
+            available and the prefetch (if any) goes to a CUDA device.
+    """
+
+    num: int | None = None
+    persistent: bool = True
+    prefetch_factor: int | None = None
+    context: str | None = None
+    pin_memory: bool | Literal["auto"] = "auto"
+
+    def __post_init__(self) -> None:
+        if self.num is not None and self.num < 0:
+            raise ConfigError(f"Workers(num=...) must be >= 0 or None, got {self.num}")
+        if self.context not in _CONTEXTS:
+            raise ConfigError(f"Workers(context=...) must be one of {_CONTEXTS}, got {self.context!r}")
+        if self.prefetch_factor is not None and self.prefetch_factor < 1:
+            raise ConfigError(f"Workers(prefetch_factor=...) must be >= 1, got {self.prefetch_factor}")
+
+    @classmethod
+    def of(cls, value: Workers | int | None) -> Workers:
+        """``value`` as Workers: an int is a worker count, None the defaults."""
+        if isinstance(value, Workers):
+            return value
+        if value is None or isinstance(value, int):
+            return cls(num=value)
+        raise ConfigError(f"workers must be an int or fastdata.Workers(...), got {type(value).__name__}")
+
+    def count(self) -> int:
+        """The number of worker processes."""
+        return _default_count() if self.num is None else int(self.num)
+
+    def pinned(self, prefetch: Prefetch | None) -> bool:
+        """Whether batches go to pinned memory (resolves ``"auto"``)."""
+        if self.pin_memory != "auto":
+            return bool(self.pin_memory)
+        return torch.cuda.is_available() and (prefetch is None or prefetch.target().type == "cuda")
+
+    def dataloader_options(self) -> dict[str, Any]:
+        """The worker keywords of ``torch.utils.data.DataLoader``."""
+        n = self.count()
+        return {
+            "num_workers": n,
+            "persistent_workers": self.persistent and n > 0,
+            "prefetch_factor": self.prefetch_factor if n > 0 else None,
+            "multiprocessing_context": self.context if n > 0 else None,
+        }
+
+
+def _channels(name: str, values: Sequence[float] | None) -> tuple[float, ...] | None:
+    if values is None:
+        return None
+    out = tuple(float(v) for v in (values.tolist() if hasattr(values, "tolist") else values))
+    if not out:
+        raise ConfigError(f"Prefetch({name}=...) needs one value per channel (or one for all), got none")
+    return out
+
+
+@dataclass(frozen=True)
+class Prefetch:
+    """Copy batches to ``device`` and normalise them there (:class:`CUDAPrefetcher`).
+
+    Output images are ``(x / 255 - mean) / std`` per channel, x the uint8
+    pixel: ``mean``/``std`` are in 0-1 units, torchvision's
+    ``(0.485, 0.456, 0.406)``/``(0.229, 0.224, 0.225)`` (the DALI module uses
+    the same units). Omit both for ``x / 255``.
+
+    Args:
+        device: ``"cuda"``, a device, ``"cpu"``, or None (CUDA if available, else the CPU).
+        mean, std: one value per channel, or one for all.
+        dtype: ``torch.float32``, ``torch.float16`` or ``torch.bfloat16``.
+        memory_format: layout of the collated batch and of the output
+            (``torch.channels_last`` makes the collate copy a plain memcpy).
+    """
+
+    device: str | torch.device | None = None
+    mean: Sequence[float] | None = None
+    std: Sequence[float] | None = None
+    dtype: torch.dtype = torch.float32
+    memory_format: torch.memory_format = torch.contiguous_format
+
+    def __post_init__(self) -> None:
+        mean, std = _channels("mean", self.mean), _channels("std", self.std)
+        for name, values in (("mean", mean), ("std", std)):
+            if values is not None and max(abs(v) for v in values) > 1.0:
+                raise ConfigError(
+                    f"Prefetch({name}={values}) looks like 0-255 units; Prefetch takes 0-1 units "
+                    "(divide by 255: ImageNet is mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225))"
+                )
+        object.__setattr__(self, "mean", mean)
+        object.__setattr__(self, "std", std)
+
+    def target(self) -> torch.device:
+        """The device batches go to."""
+        if self.device is not None:
+            return torch.device(self.device)
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+    def wrap(self, loader: Any) -> CUDAPrefetcher:
+        """A :class:`CUDAPrefetcher` over ``loader`` with these settings."""
+        return CUDAPrefetcher(
+            loader, device=self.target(), mean=self.mean, std=self.std, dtype=self.dtype,
+            memory_format=self.memory_format,
+        )

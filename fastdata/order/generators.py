@@ -1,0 +1,142 @@
+"""The random streams a process and a sample run under.
+
+* per process: :func:`generator` is this process's augmentation generator
+  (installed by :func:`seed_process` in a seeded DataLoader worker; otherwise
+  derived from ``torch.initial_seed()``).
+* per sample: a :class:`SampleKey` ``(index, seed, epoch)`` asks for the
+  sample to run under its own stream. :class:`KeyScope` is the one place
+  that honours a key -- for fastdata's map-style datasets, for streams, and
+  for any dataset ``make_loader`` wraps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+from collections.abc import Iterator
+from typing import Any, Literal, NamedTuple
+
+import numpy as np
+
+from ..errors import ConfigError
+from . import seeds
+
+__all__ = ["KeyScope", "SampleKey", "Seeding", "generator", "sample_scope", "seed_process", "set_generator", "use"]
+
+Seeding = Literal["sample", "worker"]
+
+_state: dict[str, Any] = {"pid": None, "gen": None}
+
+
+class SampleKey(NamedTuple):
+    """An index a sampler yields to request per-sample seeded augmentation."""
+
+    index: int
+    seed: int
+    epoch: int
+
+
+def set_generator(gen: np.random.Generator) -> None:
+    """Install ``gen`` as this process's generator."""
+    _state["pid"] = os.getpid()
+    _state["gen"] = gen
+
+
+def generator() -> np.random.Generator:
+    """This process's augmentation generator (a fresh one after fork)."""
+    if _state["pid"] != os.getpid() or _state["gen"] is None:
+        import torch
+
+        set_generator(seeds.unseeded_generator(torch.initial_seed()))
+    return _state["gen"]
+
+
+@contextlib.contextmanager
+def use(gen: np.random.Generator) -> Iterator[np.random.Generator]:
+    """Make ``gen`` the process generator inside the block."""
+    previous = (_state["pid"], _state["gen"])
+    set_generator(gen)
+    try:
+        yield gen
+    finally:
+        _state["pid"], _state["gen"] = previous
+
+
+def seed_process(seed: int, epoch: int, rank: int, worker: int) -> None:
+    """Seed this process's ``random``, NumPy, torch and fastdata streams from the four numbers."""
+    import torch
+
+    py, np_seed, torch_seed = seeds.process_seeds(seed, epoch, rank, worker)
+    random.seed(py)
+    np.random.seed(np_seed)  # the legacy global state takes 32 bits
+    torch.manual_seed(torch_seed)
+    set_generator(seeds.worker_generator(seed, epoch, rank, worker))
+
+
+def _worker_id() -> int | None:
+    from torch.utils.data import get_worker_info
+
+    info = get_worker_info()
+    return None if info is None else info.id
+
+
+class KeyScope:
+    """Runs a sample under the stream its key asks for; ``with scope(key) as index:``.
+
+    A plain ``int`` key leaves the process generator in force. For a
+    :class:`SampleKey`:
+
+    * ``seeding="sample"``: ``sample_generator(seed, epoch, index)``: the
+      augmentation depends on the sample alone (any ``num_workers``, exact
+      after a resume).
+    * ``seeding="worker"``: one ``worker_generator(seed, epoch, rank, worker)``
+      per worker and epoch, made when a new epoch's first key arrives.
+      Repeats only for the same ``num_workers``, and not across a resume.
+
+    With ``reseed`` (set by ``make_loader``), the first key of a new epoch
+    in a DataLoader worker also reseeds the worker's ``random``/NumPy/torch
+    streams from ``(seed, epoch, rank, worker)``, for third-party transforms
+    that draw from them; persistent workers, whose ``worker_init_fn`` ran
+    once, so do not repeat last epoch's draws. The main process's globals are
+    the user's and are never reseeded.
+    """
+
+    def __init__(self, seeding: Seeding = "sample", *, rank: int = 0, reseed: bool = False) -> None:
+        if seeding not in ("sample", "worker"):
+            raise ConfigError(f"seeding must be 'sample' or 'worker', got {seeding!r}")
+        self.seeding, self.rank, self.reseed = seeding, int(rank), bool(reseed)
+        self._epoch: tuple[int, int, int, np.random.Generator] | None = None  # (pid, seed, epoch, generator)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_epoch"] = None  # each process starts its own stream
+        return state
+
+    def __repr__(self) -> str:
+        return f"KeyScope({self.seeding!r}, rank={self.rank}, reseed={self.reseed})"
+
+    def _epoch_generator(self, key: SampleKey) -> np.random.Generator:
+        pid, current = os.getpid(), self._epoch
+        if current is None or current[:3] != (pid, key.seed, key.epoch):
+            worker = _worker_id()
+            if self.reseed and worker is not None:
+                seed_process(key.seed, key.epoch, self.rank, worker)
+            gen = seeds.worker_generator(key.seed, key.epoch, self.rank, worker or 0)
+            current = self._epoch = (pid, key.seed, key.epoch, gen)
+        return current[3]
+
+    @contextlib.contextmanager
+    def __call__(self, key: int | SampleKey) -> Iterator[int]:
+        if not isinstance(key, SampleKey):
+            yield int(key)
+            return
+        gen = self._epoch_generator(key) if self.reseed or self.seeding == "worker" else None
+        if self.seeding == "sample":
+            gen = seeds.sample_generator(key.seed, key.epoch, key.index)
+        with use(gen):
+            yield int(key.index)
+
+
+sample_scope = KeyScope()
+"""What a dataset's ``__getitem__`` wraps its work in (per-sample seeding); yields the int index."""
