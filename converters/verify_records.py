@@ -141,10 +141,9 @@ def check_records(
     Workers are used only under ``decode`` (reading alone costs less than
     starting them); ``progress(records, 0)`` is called after every task.
     """
-    tasks = ((k, start, min(start + CHUNK, n)) for k, n in enumerate(counts) for start in range(0, n, CHUNK))
-    results = ordered_map(
-        _check_task, tasks, workers=workers if decode else 1, init=_init, init_args=(sources, classes, decode)
-    )
+    tasks = [(k, start, min(start + CHUNK, n)) for k, n in enumerate(counts) for start in range(0, n, CHUNK)]
+    workers = min(workers, len(tasks)) if decode else 1
+    results = ordered_map(_check_task, tasks, workers=workers, init=_init, init_args=(sources, classes, decode))
     try:
         for chunk in results:
             progress(chunk.checked, 0)
