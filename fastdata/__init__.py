@@ -17,6 +17,7 @@ from .errors import (
     FormatError,
     ManifestError,
     MissingDependencyError,
+    RemoteError,
 )
 
 # public name -> module that defines it
@@ -47,6 +48,7 @@ __all__ = sorted(
         "FormatError",
         "ManifestError",
         "MissingDependencyError",
+        "RemoteError",
         "__version__",
         *_LAZY,
     ]

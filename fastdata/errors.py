@@ -66,6 +66,12 @@ class DecodeError(FastDataError):
     """An image could not be decoded (truncated, corrupt, not an image, or too large)."""
 
 
+class RemoteError(FastDataError):
+    """Object storage or a web server failed (after retries), refused the
+    credentials, or the local cache of remote shards is full; the message
+    names the URL (without secrets) and the cause."""
+
+
 __all__ = [
     "ConfigError",
     "DecodeError",
@@ -73,4 +79,5 @@ __all__ = [
     "FormatError",
     "ManifestError",
     "MissingDependencyError",
+    "RemoteError",
 ]
