@@ -13,6 +13,7 @@ through :meth:`ShardStream.read`.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -124,41 +125,63 @@ class ShardStream(ShardLabels, torch.utils.data.IterableDataset):
         scope = KeyScope(seeding, rank=share.rank, reseed=reseed)
         # a per-sample generator costs ~50 us: only make one when a transform runs
         seeded = self.decode and (self.transform is not None or self.target_transform is not None)
-        for chunk in deal.chunks(len(records), share.window):
-            for index, shard, local, data, label in self._records(records[chunk]):
-                try:
-                    with scope(SampleKey(index, share.seed, share.epoch) if seeded else index):
-                        item = build_item(
-                            data,
-                            normalize_label(label),
-                            self.shards.name(shard, local),
-                            decode=self.decode,
-                            transform=self.transform,
-                            target_transform=self.target_transform,
-                        )
-                except DATA_ERRORS as exc:
-                    if self.on_error == "raise":
-                        raise
-                    self._skips.record(exc, "dropped from this epoch")
-                    continue
-                yield item  # outside the key's scope: the consumer must not draw from this sample's generator
-
-    def _records(self, indices: np.ndarray) -> list[Record]:
-        """The records ``indices`` in that order, read in file order."""
-        shards = np.searchsorted(self.shards.ends, indices, side="right")
-        got: list[Record | None] = [None] * len(indices)
-        for j in np.argsort(indices, kind="stable").tolist():
-            shard = int(shards[j])
-            local = int(indices[j]) - int(self.shards.starts[shard])
+        chunks = (records[positions] for positions in deal.chunks(len(records), share.window))
+        for index, shard, local, data, label in self._records(chunks):
             try:
-                data, label = self.shards.read(shard, local)
+                with scope(SampleKey(index, share.seed, share.epoch)) if seeded else nullcontext():
+                    item = build_item(
+                        data,
+                        normalize_label(label),
+                        self.shards.name(shard, local),
+                        decode=self.decode,
+                        transform=self.transform,
+                        target_transform=self.target_transform,
+                    )
             except DATA_ERRORS as exc:
                 if self.on_error == "raise":
                     raise
                 self._skips.record(exc, "dropped from this epoch")
                 continue
-            got[j] = (int(indices[j]), shard, local, data, label)
-        return [record for record in got if record is not None]
+            yield item  # outside the key's scope: the consumer must not draw from this sample's generator
+
+    def _records(self, chunks: Iterator[np.ndarray]) -> Iterator[Record]:
+        """The records of each chunk of global indices, in chunk order, each
+        chunk read in file order (sequential reads). The next chunk is read
+        while this one is handed out, a record read per record handed out, so
+        freed memory is reused at once: handing out a whole window before
+        reading the next let the allocator return it to the OS and fault it
+        in again, which doubled the cost of a read."""
+        ready: list[Record | None] = []
+        for chunk in chunks:
+            shard = np.searchsorted(self.shards.ends, chunk, side="right")
+            places = list(zip(chunk.tolist(), shard.tolist(), (chunk - self.shards.starts[shard]).tolist()))
+            if not ready and bool((np.diff(chunk) > 0).all()):  # already in file order: hold nothing
+                for place in places:
+                    record = self._record(*place)
+                    if record is not None:
+                        yield record
+                continue
+            got: list[Record | None] = [None] * len(chunk)
+            for step, j in enumerate(np.argsort(chunk, kind="stable").tolist()):
+                got[j] = self._record(*places[j])
+                if step < len(ready):
+                    record, ready[step] = ready[step], None
+                    if record is not None:
+                        yield record
+            yield from (record for record in ready[len(chunk):] if record is not None)
+            ready = got
+        yield from (record for record in ready if record is not None)
+
+    def _record(self, index: int, shard: int, local: int) -> Record | None:
+        """Record ``local`` of ``shard`` (global ``index``), or None when ``on_error`` drops it."""
+        try:
+            data, label = self.shards.read(shard, local)
+        except DATA_ERRORS as exc:
+            if self.on_error == "raise":
+                raise
+            self._skips.record(exc, "dropped from this epoch")
+            return None
+        return index, shard, local, data, label
 
     def __repr__(self) -> str:
         return (

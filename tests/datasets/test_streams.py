@@ -90,6 +90,21 @@ def test_no_shuffle_streams_in_file_order(sharded, fmt):
     assert [bytes(d) for d, _ in stream] == [image_bytes(i) for i in range(N)]
 
 
+def test_each_window_is_read_in_file_order_and_handed_out_shuffled(sharded, fmt, monkeypatch):
+    stream = STREAMS[fmt](sharded, decode=False, seed=1, shuffle_buffer=8)
+    shards, reads = stream.shards, []
+
+    def read(shard, local, real=shards.read):
+        reads.append(int(shards.starts[shard]) + local)
+        return real(shard, local)
+
+    monkeypatch.setattr(shards, "read", read)
+    handed = [bytes(d) for d, _ in stream]
+    windows = [reads[i:i + 8] for i in range(0, N, 8)]
+    assert sorted(reads) == list(range(N)) and all(w == sorted(w) for w in windows)  # sequential reads
+    assert [image_bytes(i) for i in reads] != handed and sorted(handed) == sorted(map(image_bytes, range(N)))
+
+
 def test_classes_targets_len_and_pickle(sharded, fmt):
     stream = STREAMS[fmt](sharded, rank=1, world_size=3, drop_last=True)
     assert stream.classes == CLASSES and stream.targets.tolist() == [label_of(i) for i in range(N)]
