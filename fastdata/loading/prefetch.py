@@ -21,7 +21,8 @@ _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _FORMATS = (torch.preserve_format, torch.contiguous_format, torch.channels_last)
 
 
-def _floats(name: str, values: Sequence[float] | None) -> tuple[float, ...] | None:
+def per_channel(name: str, values: Sequence[float] | None) -> tuple[float, ...] | None:
+    """``values`` (a sequence, array or tensor) as a tuple of floats; None stays None."""
     if values is None:
         return None
     out = tuple(float(v) for v in (values.tolist() if hasattr(values, "tolist") else values))
@@ -96,7 +97,7 @@ class CUDAPrefetcher:
             if device.index is None:
                 device = torch.device("cuda", torch.cuda.current_device())
         self.loader, self.device, self.dtype, self.memory_format = loader, device, dtype, memory_format
-        self.mean, self.std, self.scale = _floats("mean", mean), _floats("std", std), float(scale)
+        self.mean, self.std, self.scale = per_channel("mean", mean), per_channel("std", std), float(scale)
         self._check_units()
         self._stream: torch.cuda.Stream | None = None
         self._constants: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}

@@ -10,7 +10,7 @@ from typing import Any, Literal
 import torch
 
 from ..errors import ConfigError
-from .prefetch import CUDAPrefetcher
+from .prefetch import CUDAPrefetcher, per_channel
 
 __all__ = ["Prefetch", "Workers"]
 
@@ -82,15 +82,6 @@ class Workers:
         }
 
 
-def _channels(name: str, values: Sequence[float] | None) -> tuple[float, ...] | None:
-    if values is None:
-        return None
-    out = tuple(float(v) for v in (values.tolist() if hasattr(values, "tolist") else values))
-    if not out:
-        raise ConfigError(f"Prefetch({name}=...) needs one value per channel (or one for all), got none")
-    return out
-
-
 @dataclass(frozen=True)
 class Prefetch:
     """Copy batches to ``device`` and normalise them there (:class:`CUDAPrefetcher`).
@@ -115,7 +106,7 @@ class Prefetch:
     memory_format: torch.memory_format = torch.contiguous_format
 
     def __post_init__(self) -> None:
-        mean, std = _channels("mean", self.mean), _channels("std", self.std)
+        mean, std = per_channel("mean", self.mean), per_channel("std", self.std)
         for name, values in (("mean", mean), ("std", std)):
             if values is not None and max(abs(v) for v in values) > 1.0:
                 raise ConfigError(
