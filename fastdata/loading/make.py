@@ -57,7 +57,9 @@ def make_loader(
             ``fast_collate``), or a fastdata stream
             (``open_dataset(path, streaming=True)``), which is then read in this
             loader's order (its seed, rank and shuffling; the stream keeps its
-            records, transforms and ``shuffle_buffer``).
+            records, transforms and ``shuffle_buffer``). A sample a stream
+            drops under ``on_error="skip"`` shifts the rest of its worker's
+            batches, which are then no longer those of any other run.
         batch_size: samples per batch on this rank.
         train: shuffle and pad to equal shares (True) or read every sample once, in order.
         seed: fixes the order (with epoch, rank, world size) and the
