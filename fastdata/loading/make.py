@@ -31,6 +31,7 @@ def _place(dataset: Any, rank: int | None, world_size: int | None, distributed: 
             raise ConfigError("pass rank=/world_size= or the older distributed=, not both")
         return from_distributed(distributed, train=train)
     if rank is None and world_size is None and is_stream(dataset) and hasattr(dataset, "place"):
+        dataset.place.check_unchanged(type(dataset).__name__)  # found before init_process_group?
         return dataset.place  # the stream's own, resolved the same way when it was created
     return resolve_place(rank, world_size, train=train)
 
