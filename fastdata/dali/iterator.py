@@ -11,8 +11,9 @@ from typing import Any
 import torch
 
 from .._optional import require
-from ..errors import DecodeError, FastDataError
-from .pipelines import READER_NAME, build_pipeline
+from ..errors import ConfigError, DecodeError, FastDataError
+from .pipelines import READER_NAME, build_pipeline, resolve_shard
+from .sources import dali_source
 
 AUTO = "auto"
 
@@ -24,11 +25,12 @@ class DALILoader:
     float (N, 3, size, size) normalised tensor, ``labels`` int64 (N,), 0-based;
     both on ``cuda:<device_id>`` for a GPU pipeline, in host memory for a CPU one.
 
-    Last batch (DALI's ``LastBatchPolicy``): training uses ``DROP``, so every
-    batch is full and ``len()`` is ``(samples // num_shards) // batch_size`` on
-    every rank (DDP ranks stay in step even with uneven shards); evaluation uses
-    ``PARTIAL`` with the reader's padding removed, so each sample of the shard
-    is seen exactly once and the last batch may be smaller.
+    Last batch (DALI's ``LastBatchPolicy``), as ``make_loader``'s ``drop_last``:
+    training drops it (``DROP``), so every batch is full and ``len()`` is
+    ``(samples // num_shards) // batch_size`` on every rank (DDP ranks stay in
+    step even with uneven shards); evaluation, or ``drop_last=False``, keeps it
+    (``PARTIAL``, the reader's padding removed), so each sample of the shard is
+    seen exactly once and the last batch may be smaller.
 
     A new ``for`` loop starts the next epoch. DALI cannot restart mid-epoch:
     after a ``break``, the next loop first yields the rest of the unfinished
@@ -37,7 +39,10 @@ class DALILoader:
     Args:
         path: converted dataset directory (recordio, tfrecord or lmdb).
         batch_size: samples per batch.
-        train: training preset and ``DROP``, or evaluation preset and ``PARTIAL``.
+        train: training preset (drops the last partial batch by default), or
+            evaluation preset (keeps it).
+        drop_last: ``None`` = ``train``. Dropping needs at least one full
+            batch in the smallest shard: ``samples // num_shards >= batch_size``.
         device: see :func:`build_pipeline`; default ``"mixed"`` with a GPU, else ``"cpu"``.
         device_id: CUDA device; ``"auto"`` (default) takes
             ``torch.cuda.current_device()`` when CUDA is available, else None
@@ -48,7 +53,9 @@ class DALILoader:
 
     Raises:
         MissingDependencyError: DALI is not installed.
-        ConfigError, ManifestError, FormatError: from :func:`build_pipeline`.
+        ConfigError: from :func:`build_pipeline`, or the last partial batch is
+            dropped and a shard holds fewer samples than one batch.
+        ManifestError, FormatError: from :func:`build_pipeline`.
         DecodeError / FastDataError (while iterating): DALI failed on a record;
             the pipeline cannot continue after that.
     """
@@ -59,6 +66,7 @@ class DALILoader:
         batch_size: int,
         *,
         train: bool = True,
+        drop_last: bool | None = None,
         device: str | None = None,
         device_id: int | None | str = AUTO,
         num_threads: int = 2,
@@ -72,6 +80,8 @@ class DALILoader:
         self.path = os.fspath(path)
         self.batch_size = batch_size
         self.train = train
+        self.drop_last = train if drop_last is None else bool(drop_last)
+        shard_id, num_shards = resolve_shard(shard_id, num_shards)
         self.pipeline = build_pipeline(
             path,
             batch_size=batch_size,
@@ -87,7 +97,10 @@ class DALILoader:
         plugin = require(
             "nvidia.dali.plugin.pytorch", extra="dali", purpose="fastdata.dali.DALILoader", package="nvidia-dali-cuda130"
         )
-        policy = plugin.LastBatchPolicy.DROP if train else plugin.LastBatchPolicy.PARTIAL
+        if self.drop_last:
+            why = "train=True" if drop_last is None else "drop_last=True"
+            _check_full_batch(self.path, dali_source(path).num_samples, num_shards, batch_size, why)
+        policy = plugin.LastBatchPolicy.DROP if self.drop_last else plugin.LastBatchPolicy.PARTIAL
         with _dali_errors(self.path):
             self._iterator = plugin.DALIGenericIterator(
                 [self.pipeline],
@@ -110,6 +123,22 @@ class DALILoader:
                 except StopIteration:  # auto_reset has already rewound to the next epoch
                     return
             yield batch["images"], batch["labels"]
+
+
+def _check_full_batch(path: str, samples: int, num_shards: int, batch_size: int, why: str) -> None:
+    """Refuse a dropped last batch when a shard holds less than one batch.
+
+    DALI itself would fail with a message about ``last_batch_policy`` that names
+    neither the dataset nor the fix. Shards differ by at most one sample and each
+    rank moves to the next shard every epoch, so the smallest one decides.
+    """
+    smallest = samples // num_shards
+    if smallest < batch_size:
+        raise ConfigError(
+            f"{path}: {samples} samples over {num_shards} shard(s) give {smallest} per shard, not one full batch "
+            f"of {batch_size}, and the last partial batch is dropped ({why}): pass a smaller batch_size, "
+            "or drop_last=False to keep the partial batch"
+        )
 
 
 @contextlib.contextmanager

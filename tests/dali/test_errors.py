@@ -108,3 +108,21 @@ def test_undecodable_image_raises_decode_error(tmp_path):
     with pytest.raises(DecodeError, match="could not decode.*not GIF") as info:
         list(DALILoader(tmp_path, 3, train=False, num_threads=1))
     assert str(tmp_path) in str(info.value)
+
+
+@requires_dali
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"train": True}, r"4 samples over 1 shard\(s\) give 4 per shard, not one full batch of 5.*train=True"),
+        ({"train": False, "drop_last": True}, r"not one full batch of 5.*drop_last=True"),
+        ({"train": True, "shard_id": 1, "num_shards": 2, "batch_size": 3}, r"give 2 per shard.*batch of 3"),
+    ],
+    ids=["train", "drop_last", "sharded"],
+)
+def test_dropped_last_batch_with_less_than_one_batch_per_shard_names_the_fix(tiny, kwargs, message):
+    # DALI's own error here blames last_batch_policy=PARTIAL and names neither the data nor the fix
+    args = {"batch_size": 5, "num_threads": 1, **kwargs}
+    with pytest.raises(ConfigError, match=message) as info:
+        DALILoader(tiny["recordio"], args.pop("batch_size"), **args)
+    assert str(tiny["recordio"]) in str(info.value) and "drop_last=False" in str(info.value)

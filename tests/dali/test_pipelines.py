@@ -62,6 +62,17 @@ def test_train_full_batches_no_repeats_labels_match(dataset):
         assert labels == [label(i) for i in seen]
 
 
+def test_train_without_drop_last_keeps_the_partial_batch_even_below_one_batch(tmp_path):
+    directory = write(tmp_path, "tfrecord", samples(6), shards=2)
+    for batch in (4, 16):  # a partial last batch; a batch larger than the whole dataset
+        loader = DALILoader(directory, batch, train=True, drop_last=False, num_threads=1)
+        assert len(loader) == -(-6 // batch)
+        for _ in range(2):
+            seen, labels, sizes = epoch(loader)
+            assert sorted(seen) == list(range(6)) and labels == [label(i) for i in seen]
+            assert sizes == [4, 2] if batch == 4 else sizes == [6]
+
+
 def test_sharded_eval_covers_all_samples_disjointly(dataset):
     loaders = [DALILoader(dataset, BATCH, train=False, num_threads=1, shard_id=r, num_shards=2) for r in range(2)]
     parts = [epoch(loader)[0] for loader in loaders]
