@@ -122,6 +122,7 @@ class ShardStream(ShardLabels, torch.utils.data.IterableDataset):
         ``share``'s; transforms run under the sample's key (see
         :class:`fastdata.order.KeyScope` for ``seeding`` and ``reseed``)."""
         records = share.records(self.shards.counts)
+        self.shards.read_ahead(records[deal.positions(len(records))])  # remote shards: fetch the next while one is read
         scope = KeyScope(seeding, rank=share.rank, reseed=reseed)
         # a per-sample generator costs ~50 us: only make one when a transform runs
         seeded = self.decode and (self.transform is not None or self.target_transform is not None)

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..formats import MANIFEST_NAME, Manifest
+from ..remote import hooks as remote_hooks
 from .sources import PathArg
 
 _RECORDIO_MAGIC = b"\x0a\x23\xd7\xce"
@@ -41,6 +42,7 @@ def open_dataset(path: PathArg, *, streaming: bool = False, **kwargs: Any) -> An
     from .iterable import RecordIOStream, TFRecordStream
     from .shards import LMDBDataset, RecordIODataset, TFRecordDataset
 
+    path = remote_hooks.local_root(path)  # a URL: the local directory its shards are cached in
     kind = detect(path)
     if streaming:
         streams = {"recordio": RecordIOStream, "tfrecord": TFRecordStream}

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import FormatError
+from ..remote import hooks as remote_hooks
 from .base import ShardDataset, ShardLabels
 from .imaging import Transform
 from .shardset import ShardSet
@@ -37,7 +38,8 @@ def converted(format_name: str, path: PathArg, paths: list[str], manifest: Any, 
     is where each shard's size is checked against the manifest (one ``stat``
     each): a truncated shard fails now, not in a worker when its last record is read.
     """
-    manifest.check_shard_sizes(path)
+    if not remote_hooks.is_localized(path):  # a remote dataset's shards are checked as they are fetched
+        manifest.check_shard_sizes(path)
     targets = manifest.extra.get(TARGETS_EXTRA)
     sources = manifest.sources_file(path)  # type: ignore[arg-type]
     return ShardSet(
@@ -51,6 +53,7 @@ def converted(format_name: str, path: PathArg, paths: list[str], manifest: Any, 
 
 
 def recordio_shards(path: PathArg) -> tuple[ShardSet, list[str] | None]:
+    path = remote_hooks.local_root(path)
     paths, manifest = resolve(path, "recordio")
     if manifest is not None:
         return converted("recordio", path, paths, manifest, {}), manifest.classes
@@ -61,6 +64,7 @@ def recordio_shards(path: PathArg) -> tuple[ShardSet, list[str] | None]:
 def tfrecord_shards(
     path: PathArg, *, image_key: str, label_key: str, label_base: int | None
 ) -> tuple[ShardSet, list[str] | None]:
+    path = remote_hooks.local_root(path)
     paths, manifest = resolve(path, "tfrecord")
     options: dict[str, Any] = {"image_key": image_key, "label_key": label_key}
     if manifest is not None:
@@ -116,6 +120,7 @@ class TFClassNames(ShardLabels):
 
 
 def lmdb_shards(path: PathArg) -> tuple[ShardSet, list[str] | None]:
+    path = remote_hooks.local_root(path)
     paths, manifest = resolve(path, "lmdb", dir_is_shard=True)
     if manifest is not None:
         return converted("lmdb", path, paths, manifest, {}), manifest.classes

@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import FormatError
 from ..formats import registry
 from ..formats.manifest import source_at
+from ..remote import hooks as remote_hooks
 
 
 class ShardSet:
@@ -79,7 +80,7 @@ class ShardSet:
             self._pid = pid
         reader = self._readers[shard]
         if reader is None:
-            reader = registry.get(self.format).open_shard(self.paths[shard], **self.options)
+            reader = registry.get(self.format).open_shard(remote_hooks.local_file(self.paths[shard]), **self.options)
             self._readers[shard] = reader
             expected = getattr(self, "counts", None)
             if expected is not None and len(reader) != int(expected[shard]):
@@ -130,6 +131,12 @@ class ShardSet:
             except Exception:  # a key is only decoration for the message
                 pass
         return f"{self.paths[shard]} record {local}"
+
+    def read_ahead(self, indices: np.ndarray) -> None:
+        """The global indices this process reads next, in order: shards of a
+        remote dataset are fetched one ahead (no-op for local files)."""
+        shards = np.searchsorted(self.ends, indices, side="right")
+        remote_hooks.read_ahead([self.paths[k] for k in dict.fromkeys(shards.tolist())])
 
     def close(self) -> None:
         """Close this process's readers (they reopen on next use)."""

@@ -1,0 +1,227 @@
+"""The local cache of remote shards: atomic, shared by processes, bounded.
+
+* Atomic: a file is downloaded under ``NAME.partial``, checked (size and
+  SHA-256 against the manifest) and only then renamed to ``NAME``; a file
+  with its final name is always complete and checked.
+* Shared: a per-file ``flock`` makes a second worker or rank on the machine
+  wait for the download in progress instead of starting its own.
+* Bounded: before a download, least-recently-used files (by mtime, touched
+  on every use) are deleted until the new one fits under ``limit_bytes``
+  and leaves ``reserve_bytes`` free on the disk. A reader that still has an
+  evicted file open keeps reading it (POSIX keeps the inode until closed).
+
+Every download is logged as one JSON line in ``fetch-log.jsonl`` at the
+cache root (time, pid, URL without secrets, bytes, seconds).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import json
+import os
+import shutil
+import socket
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from ..errors import FormatError, RemoteError
+from ..formats._atomic import sha256_file
+from .retry import is_disk_full
+from .store import Store
+from .urls import scrub_url
+
+LOCK_DIR = ".fastdata-locks"
+LOG_NAME = "fetch-log.jsonl"
+PARTIAL = ".partial"
+DEFAULT_RESERVE = 512 * 1024 * 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class Expected:
+    """What a downloaded file must be: ``size`` bytes (None: the server's
+    size) and, when known, this SHA-256."""
+
+    size: int | None = None
+    sha256: str | None = None
+
+
+@contextlib.contextmanager
+def locked(path: Path, *, blocking: bool = True) -> Iterator[bool]:
+    """Hold an exclusive ``flock`` on ``path`` (created); yields False when
+    ``blocking`` is False and another process holds it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+class ShardCache:
+    """Files of remote datasets under ``root`` (one sub-directory per dataset).
+
+    Args:
+        root: the cache directory.
+        limit_bytes: most bytes of cached files (None: bounded by the disk only).
+        reserve_bytes: free space always left on the cache's disk.
+        evictable: ``evictable(dataset_dir) -> names`` of the files there that
+            may be deleted and fetched again (shards and their indexes).
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        limit_bytes: int | None,
+        evictable: Callable[[Path], list[str]],
+        *,
+        reserve_bytes: int = DEFAULT_RESERVE,
+    ) -> None:
+        self.root = Path(root)
+        self.limit_bytes = limit_bytes
+        self.reserve_bytes = reserve_bytes
+        self.evictable = evictable
+
+    def fetch(self, directory: Path, name: str, store: Store, expected: Expected) -> Path:
+        """``directory/name``, downloaded from ``store`` first if it is not there.
+
+        Raises:
+            FormatError: the file fails its size or SHA-256 check twice (the
+                message names the URL).
+            FileNotFoundError: the server has no such object.
+            RemoteError: retries exhausted, credentials refused, or the cache is full.
+        """
+        final = directory / name
+        if final.exists():
+            _touch(final)
+            return final
+        with locked(lock_path(directory, name)):
+            if final.exists():  # another process fetched it while we waited
+                _touch(final)
+                return final
+            size = expected.size if expected.size is not None else store.size(name)
+            if size is None:
+                raise FileNotFoundError(scrub_url(store.url_of(name)))
+            self.make_room(size, store.url_of(name))
+            final.parent.mkdir(parents=True, exist_ok=True)
+            partial = final.with_name(final.name + PARTIAL)
+            problem = ""
+            for _ in range(2):  # a mismatch is fetched once more before it is reported
+                started = time.monotonic()
+                try:
+                    store.download(name, str(partial))
+                except BaseException as exc:
+                    partial.unlink(missing_ok=True)
+                    if is_disk_full(exc):
+                        raise self.full_error(size, store.url_of(name), f"the disk refused the write ({exc.strerror})") from None
+                    raise
+                problem = _check(partial, Expected(size, expected.sha256))
+                self.log(store.url_of(name), name, partial, time.monotonic() - started, problem)
+                if not problem:
+                    os.replace(partial, final)
+                    return final
+                partial.unlink(missing_ok=True)
+            raise FormatError(
+                f"{problem} after two downloads",
+                path=scrub_url(store.url_of(name)),
+                hint="the object on the server is damaged or was replaced after conversion; re-upload the dataset",
+            )
+
+    # -- eviction ---------------------------------------------------------------------
+
+    def usage(self) -> list[tuple[float, int, Path, str]]:
+        """``(mtime, size, dataset directory, name)`` of every evictable file, oldest first."""
+        found = []
+        for directory in (d for d in self.root.iterdir() if d.is_dir()):
+            for name in self.evictable(directory):
+                try:
+                    st = (directory / name).stat()
+                except OSError:
+                    continue
+                found.append((st.st_mtime, st.st_size, directory, name))
+        return sorted(found)
+
+    def make_room(self, size: int, url: str) -> None:
+        """Delete least-recently-used files until ``size`` more bytes fit.
+
+        Raises:
+            RemoteError: the file cannot fit even in an empty cache.
+        """
+        if self.limit_bytes is not None and size > self.limit_bytes:
+            raise self.full_error(size, url, f"it is larger than the cache limit of {self.limit_bytes} bytes")
+        with locked(self.root / LOCK_DIR / "evict.lock"):
+            files = self.usage()
+            used = sum(f[1] for f in files) + self._partials()
+            free = shutil.disk_usage(self.root).free - self.reserve_bytes
+            for _, file_size, directory, name in files:
+                over_limit = self.limit_bytes is not None and used + size > self.limit_bytes
+                if not over_limit and size <= free:
+                    break
+                with locked(lock_path(directory, name), blocking=False) as mine:
+                    if mine:  # nobody is fetching it right now
+                        (directory / name).unlink(missing_ok=True)
+                        used -= file_size
+                        free += file_size
+            if (self.limit_bytes is not None and used + size > self.limit_bytes) or size > free:
+                raise self.full_error(size, url, f"{used} bytes are in use by other files and {max(free, 0)} are free on the disk")
+
+    def _partials(self) -> int:
+        return sum(p.stat().st_size for p in self.root.glob(f"*/**/*{PARTIAL}") if p.is_file())
+
+    def full_error(self, size: int, url: str, why: str) -> RemoteError:
+        limit = f"limit {self.limit_bytes} bytes" if self.limit_bytes is not None else "no limit"
+        return RemoteError(
+            f"shard cache {self.root} is full: {scrub_url(url)} needs {size} bytes but {why} ({limit}, "
+            f"{self.reserve_bytes} bytes kept free). Fix: pass a larger cache_bytes, free space on that disk, "
+            "or point cache_dir at a bigger disk"
+        )
+
+    def log(self, url: str, name: str, path: Path, seconds: float, problem: str) -> None:
+        entry = {
+            "time": round(time.time(), 3), "host": socket.gethostname(), "pid": os.getpid(), "url": scrub_url(url),
+            "file": name, "bytes": path.stat().st_size if path.exists() else 0, "seconds": round(seconds, 4),
+        }
+        if problem:
+            entry["problem"] = problem
+        line = (json.dumps(entry) + "\n").encode()
+        fd = os.open(self.root / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)  # one O_APPEND write: lines from several processes do not interleave
+        finally:
+            os.close(fd)
+
+
+def lock_path(directory: Path, name: str) -> Path:
+    return directory / LOCK_DIR / (name.replace("/", "%") + ".lock")
+
+
+def _check(path: Path, expected: Expected) -> str:
+    size = path.stat().st_size
+    if expected.size is not None and size != expected.size:
+        return f"downloaded {size} bytes but expected {expected.size}"
+    if expected.sha256 and sha256_file(path) != expected.sha256:
+        return "SHA-256 differs from the manifest's"
+    return ""
+
+
+def _touch(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        os.utime(path)
+
+
+def read_log(root: str | os.PathLike[str]) -> list[dict]:
+    """The entries of ``root``'s fetch log (one dict per download attempt)."""
+    path = Path(root) / LOG_NAME
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -1,0 +1,67 @@
+"""The few calls the dataset layer makes; each is a no-op for local paths.
+
+* :func:`local_root` where a dataset receives its path: a URL becomes the
+  local directory of :func:`~fastdata.remote.mirror.localize` (default cache).
+* :func:`local_file` where a shard is opened: a shard of a localized dataset
+  is downloaded (and checked) first.
+* :func:`read_ahead` where a stream knows the records it will read: the
+  next remote shard downloads while the current one is read.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from .urls import is_url
+
+
+def local_root(path: Any) -> Any:
+    """``path`` itself, or for a URL the local directory that stands for it."""
+    if not is_url(path):
+        return path
+    from .mirror import localize
+
+    return localize(path)
+
+
+def is_localized(directory: Any) -> bool:
+    """Whether ``directory`` stands for a remote dataset (made by ``localize``)."""
+    from .mirror import mirror_of
+
+    return isinstance(directory, (str, os.PathLike)) and mirror_of(directory) is not None
+
+
+def local_file(path: str) -> str:
+    """The path to open for shard ``path``: itself, downloaded first when it
+    belongs to a localized dataset.
+
+    Raises:
+        FormatError: the download fails its size or SHA-256 check twice, or
+            the object is missing on the server (the message names the URL).
+        RemoteError: retries exhausted, credentials refused, or the cache is full.
+    """
+    from .mirror import mirror_of
+
+    mirror = mirror_of(os.path.dirname(path))
+    if mirror is None:
+        return path
+    mirror.fetch(os.path.basename(path))
+    from . import readahead
+
+    readahead.opened(path)  # this one is here: start on the next
+    return path
+
+
+def read_ahead(paths: Sequence[str]) -> None:
+    """Shard files about to be read, in order: fetch the remote ones ahead."""
+    if not paths:
+        return
+    from .mirror import mirror_of
+
+    if all(mirror_of(os.path.dirname(p)) is None for p in dict.fromkeys(paths)):
+        return
+    from . import readahead
+
+    readahead.plan(paths)

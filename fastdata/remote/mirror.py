@@ -1,0 +1,194 @@
+"""A remote dataset seen as a local directory whose shards arrive on first open.
+
+:func:`localize` fetches ``manifest.json`` (and the small files it names)
+into ``CACHE/<name>-<hash>/`` with a settings file, ``.fastdata-remote.json``.
+Every dataset class then opens that directory like any other; when a shard
+is opened, :func:`fastdata.remote.hooks.local_file` finds the settings file
+beside it and downloads the shard (checked against the manifest's size and
+SHA-256) into the cache. So each rank and each worker fetches only the shards
+it reads, and a spawned worker needs nothing but the path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, FormatError, ManifestError
+from ..formats._atomic import remove, write_text_atomic
+from ..formats.manifest import MANIFEST_NAME, Manifest
+from .cache import ShardCache, locked, lock_path
+from .retry import RetryPolicy
+from .store import _SECRET_OPTIONS, Store
+from .urls import cache_key, scrub_url
+
+SETTINGS_NAME = ".fastdata-remote.json"
+LMDB_DATA = "data.mdb"
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/fastdata/remote``, else ``~/.cache/fastdata/remote``."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "fastdata" / "remote"
+
+
+def localize(
+    url: str,
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    cache_bytes: int | None = None,
+    storage_options: dict[str, Any] | None = None,
+    retry: RetryPolicy | None = None,
+) -> str:
+    """The local directory that stands for the remote dataset at ``url``.
+
+    Args:
+        url: a converted dataset's directory URL (``s3://bucket/prefix``,
+            ``gs://...``, ``https://host/path`` or any fsspec protocol).
+        cache_dir: where shards are cached; default :func:`default_cache_dir`.
+            On a cluster, a fast local disk of each node.
+        cache_bytes: most bytes the cache may hold (least-recently-used
+            shards are deleted to make room); None: bounded by the disk,
+            leaving 512 MiB free.
+        storage_options: fsspec options without credentials, e.g.
+            ``{"endpoint_url": "http://127.0.0.1:8333"}`` for an S3-compatible store.
+        retry: retries and timeouts (default :class:`RetryPolicy`).
+
+    Returns:
+        A directory to pass to any dataset class or ``open_dataset``.
+
+    Raises:
+        ManifestError: no ``manifest.json`` at ``url``.
+        RemoteError: the server cannot be reached within the retry budget or
+            refuses the credentials.
+        ConfigError: credentials given in ``storage_options``.
+    """
+    options = dict(storage_options or {})
+    secret = sorted(k for k in options if k in _SECRET_OPTIONS)
+    if secret:
+        raise ConfigError(
+            f"storage_options {secret} hold credentials; fastdata keeps these settings in its cache directory, "
+            "so give credentials through the backend's environment variables or config files instead "
+            "(AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or ~/.aws/credentials for s3://)"
+        )
+    if cache_bytes is not None and cache_bytes <= 0:
+        raise ConfigError(f"cache_bytes must be positive, got {cache_bytes}")
+    policy = retry or RetryPolicy()
+    store = Store(url, options, policy)
+    try:
+        text = store.read_bytes(MANIFEST_NAME).decode("utf-8")
+    except FileNotFoundError:
+        raise ManifestError(
+            f"{scrub_url(store.url_of(MANIFEST_NAME))}: no manifest; this is not a finished fastdata dataset "
+            "(convert one there with `fastdata convert SRC URL`)"
+        ) from None
+    manifest = Manifest.from_json(text, source=scrub_url(store.url_of(MANIFEST_NAME)))
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    directory = root / cache_key(store.url)
+    directory.mkdir(parents=True, exist_ok=True)
+    settings = {"url": store.url, "options": options, "retry": dataclasses.asdict(policy), "cache_bytes": cache_bytes}
+    with locked(lock_path(directory, MANIFEST_NAME)):
+        old = directory / MANIFEST_NAME
+        if old.exists() and old.read_text(encoding="utf-8") != text:
+            _drop_changed(directory, Manifest.read(directory), manifest)
+        write_text_atomic(directory / SETTINGS_NAME, json.dumps(settings, indent=1) + "\n")
+        write_text_atomic(old, text)
+    _MIRRORS.pop(str(directory), None)
+    mirror = mirror_of(directory)
+    for name in manifest.files():
+        if name not in mirror.shards and name not in mirror.indexes:
+            mirror.fetch(name)  # the small files a dataset reads without opening a shard
+    return str(directory)
+
+
+def _drop_changed(directory: Path, old: Manifest, new: Manifest) -> None:
+    """Delete cached files the new manifest no longer vouches for."""
+    keep = {(s.file, s.bytes, s.sha256) for s in new.shards}
+    for info in old.shards:
+        if (info.file, info.bytes, info.sha256) not in keep:
+            remove(directory / info.file)
+            if info.index:
+                remove(directory / info.index)
+    extras = set(old.files()) - {s.file for s in old.shards} - {s.index for s in old.shards if s.index}
+    for name in extras:
+        remove(directory / name)
+
+
+class Mirror:
+    """One localized dataset directory: its settings, manifest and cache."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        settings = json.loads((directory / SETTINGS_NAME).read_text(encoding="utf-8"))
+        self.store = Store(settings["url"], settings.get("options"), RetryPolicy(**settings.get("retry", {})))
+        self.manifest = Manifest.read(directory)
+        self.shards = {s.file: s for s in self.manifest.shards}
+        self.indexes = {s.index: s for s in self.manifest.shards if s.index}
+        self.cache = ShardCache(directory.parent, settings.get("cache_bytes"), evictable_files)
+        self._failed: dict[str, BaseException] = {}
+
+    def fetch(self, name: str) -> Path:
+        """``directory/name``, downloaded and checked first if needed; a shard
+        brings its index along. A failure is remembered: asking again for
+        the same file raises the same error instead of downloading again."""
+        if name in self._failed:
+            raise self._failed[name]
+        try:
+            return self._fetch(name)
+        except (FormatError, FileNotFoundError) as exc:
+            error = exc if isinstance(exc, FormatError) else self.missing(name)
+            self._failed[name] = error
+            raise error from None
+
+    def _fetch(self, name: str) -> Path:
+        from .cache import Expected
+
+        info = self.shards.get(name)
+        if info is None:
+            return self.cache.fetch(self.directory, name, self.store, Expected())
+        expected = Expected(info.bytes, info.sha256)
+        if self.manifest.format == "lmdb":  # a directory whose data.mdb the manifest describes
+            self.cache.fetch(self.directory, f"{name}/{LMDB_DATA}", self.store, expected)
+        else:
+            self.cache.fetch(self.directory, name, self.store, expected)
+        if info.index:
+            self.cache.fetch(self.directory, info.index, self.store, Expected())
+        return self.directory / name
+
+    def missing(self, name: str) -> FormatError:
+        return FormatError(
+            "listed in the manifest but missing on the server",
+            path=scrub_url(self.store.url_of(name)),
+            hint="the upload was incomplete or the object was deleted; re-upload the dataset",
+        )
+
+
+def evictable_files(directory: Path) -> list[str]:
+    """The shards and indexes of a localized dataset directory (may be re-fetched)."""
+    if not (directory / SETTINGS_NAME).exists():
+        return []
+    try:
+        manifest = Manifest.read(directory)
+    except ManifestError:
+        return []
+    data = [f"{s.file}/{LMDB_DATA}" if manifest.format == "lmdb" else s.file for s in manifest.shards]
+    return data + [s.index for s in manifest.shards if s.index]
+
+
+_MIRRORS: dict[str, Mirror | None] = {}
+_lock = threading.Lock()
+
+
+def mirror_of(directory: str | os.PathLike[str]) -> Mirror | None:
+    """The :class:`Mirror` of ``directory`` when it is a localized dataset, else
+    None (cached per process: one ``stat`` per directory)."""
+    key = os.fspath(directory)
+    with _lock:
+        if key not in _MIRRORS:
+            path = Path(key)
+            _MIRRORS[key] = Mirror(path) if (path / SETTINGS_NAME).is_file() else None
+        return _MIRRORS[key]

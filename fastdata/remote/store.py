@@ -1,0 +1,180 @@
+"""One remote directory (``s3://bucket/prefix``, ``https://host/path``...) read
+and written through fsspec, every call retried as a :class:`RetryPolicy` says.
+
+fsspec and the protocol's backend are imported on first use, so ``import
+fastdata`` and local datasets need neither; a missing one raises
+:class:`~fastdata.errors.MissingDependencyError` with the install line.
+Credentials are never passed here: each backend reads its usual environment
+variables and config files (``AWS_*`` and ``~/.aws`` for S3,
+``GOOGLE_APPLICATION_CREDENTIALS`` for GCS, ``~/.netrc`` for HTTP).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from .._optional import require
+from ..errors import MissingDependencyError
+from .retry import RetryPolicy, call
+from .urls import join, protocol, scrub
+
+# protocol -> (module its fsspec implementation imports, the pip line that fixes it)
+_BACKENDS = {
+    "s3": ("s3fs", "remote"),
+    "s3a": ("s3fs", "remote"),
+    "http": ("aiohttp", "remote"),
+    "https": ("aiohttp", "remote"),
+    "gs": ("gcsfs", "gcs"),
+    "gcs": ("gcsfs", "gcs"),
+}
+_SECRET_OPTIONS = ("key", "secret", "token", "password", "session_token", "client_secret")
+
+_lock = threading.Lock()
+_filesystems: dict[tuple[int, str, str], Any] = {}
+
+
+def filesystem(proto: str, options: dict[str, Any], policy: RetryPolicy) -> Any:
+    """This process's fsspec filesystem for ``proto`` (cached; rebuilt after a fork)."""
+    key = (os.getpid(), proto, repr(sorted(options.items())) + repr(policy))
+    with _lock:
+        fs = _filesystems.get(key)
+        if fs is None:
+            fs = _make(proto, options, policy)
+            _filesystems[key] = fs
+        return fs
+
+
+def _make(proto: str, options: dict[str, Any], policy: RetryPolicy) -> Any:
+    fsspec = require("fsspec", extra="remote", purpose=f"reading {proto}:// URLs")
+    module, extra = _BACKENDS.get(proto, (None, "remote"))
+    if module is not None:
+        require(module, extra=extra, purpose=f"{proto}:// URLs")
+    kwargs = dict(options)
+    if proto in ("s3", "s3a"):
+        config = dict(kwargs.pop("config_kwargs", {}) or {})
+        config.setdefault("connect_timeout", policy.timeout)
+        config.setdefault("read_timeout", policy.timeout)
+        config.setdefault("retries", {"total_max_attempts": 1})  # fastdata's RetryPolicy retries
+        kwargs["config_kwargs"] = config
+    elif proto in ("http", "https"):
+        import aiohttp
+
+        client = dict(kwargs.pop("client_kwargs", {}) or {})
+        client.setdefault("timeout", aiohttp.ClientTimeout(total=None, sock_connect=policy.timeout, sock_read=policy.timeout))
+        kwargs["client_kwargs"] = client
+    try:
+        fs = fsspec.filesystem(proto, skip_instance_cache=True, **kwargs)
+    except ImportError as exc:
+        raise MissingDependencyError(f"{proto}:// URLs need a package that is not installed ({exc}). "
+                                     "Fix: pip install 'fastdata[remote]' (and the fsspec backend it names)") from exc
+    except ValueError as exc:  # fsspec: "Protocol not known"
+        raise MissingDependencyError(f"{proto}:// is not a protocol fsspec knows ({exc})") from exc
+    if hasattr(fs, "retries"):
+        fs.retries = 1  # s3fs retries 5 times on its own; one budget (ours) bounds the total
+    return fs
+
+
+class Store:
+    """The objects under one URL. Picklable: holds the URL and settings only.
+
+    Args:
+        url: the directory URL, e.g. ``s3://bucket/imagenet/train``.
+        options: fsspec storage options without credentials (e.g.
+            ``{"endpoint_url": ...}``); credentials come from the backend's
+            environment and config files.
+        policy: retries and timeouts of every call.
+    """
+
+    def __init__(self, url: str, options: dict[str, Any] | None = None, policy: RetryPolicy | None = None) -> None:
+        self.url = url.rstrip("/")
+        self.options = dict(options or {})
+        self.policy = policy or RetryPolicy()
+
+    @property
+    def fs(self) -> Any:
+        return filesystem(protocol(self.url), self.options, self.policy)
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return tuple(str(v) for k, v in self.options.items() if k in _SECRET_OPTIONS and v)
+
+    def url_of(self, name: str) -> str:
+        return join(self.url, name) if name else self.url
+
+    def _call(self, name: str, action: str, fn):
+        return call(fn, url=self.url_of(name), action=action, policy=self.policy, secrets=self.secrets)
+
+    def read_bytes(self, name: str) -> bytes:
+        """The whole object ``name`` (small files: manifests, indexes).
+
+        Raises:
+            FileNotFoundError: no such object. RemoteError: see :func:`call`.
+        """
+        url = self.url_of(name)
+        return self._call(name, "reading", lambda: self.fs.cat_file(url))
+
+    def size(self, name: str) -> int | None:
+        """The size of ``name`` in bytes, or None when it does not exist."""
+        url = self.url_of(name)
+
+        def info() -> int | None:
+            try:
+                return int(self.fs.info(url)["size"])
+            except FileNotFoundError:
+                return None
+
+        return self._call(name, "looking up", info)
+
+    def download(self, name: str, local: str) -> None:
+        """Copy object ``name`` to the local file ``local`` (overwritten).
+
+        Raises:
+            FileNotFoundError: no such object. OSError: the local disk is
+            full. RemoteError: see :func:`call`.
+        """
+        url = self.url_of(name)
+        self._call(name, "downloading", lambda: self.fs.get_file(url, local))
+
+    def upload(self, local: str, name: str) -> None:
+        url = self.url_of(name)
+        self._call(name, "uploading to", lambda: self.fs.put_file(local, url))
+
+    def write_bytes(self, name: str, data: bytes) -> None:
+        url = self.url_of(name)
+        self._call(name, "writing", lambda: self.fs.pipe_file(url, data))
+
+    def remove(self, name: str) -> None:
+        url = self.url_of(name)
+
+        def rm() -> None:
+            try:
+                self.fs.rm_file(url)
+            except FileNotFoundError:
+                pass
+
+        self._call(name, "deleting", rm)
+
+    def listing(self) -> dict[str, int]:
+        """``{relative name: size}`` of every object under the URL (recursive);
+        empty when there is none. Not every protocol can list (plain HTTP cannot)."""
+        fs = self.fs
+        base = fs._strip_protocol(self.url).rstrip("/")
+
+        def find() -> dict[str, int]:
+            try:
+                found = fs.find(self.url, detail=True)
+            except FileNotFoundError:
+                return {}
+            return {p[len(base) + 1:]: int(i.get("size") or 0) for p, i in found.items() if p.startswith(base + "/")}
+
+        if hasattr(fs, "invalidate_cache"):
+            fs.invalidate_cache()
+        return self._call("", "listing", find)
+
+    def scrub(self, text: str) -> str:
+        return scrub(text, self.secrets)
+
+    def __repr__(self) -> str:
+        return f"Store({self.scrub(self.url)!r})"
