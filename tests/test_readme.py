@@ -144,7 +144,7 @@ def test_main_job_installs_extras_that_exist_with_the_same_torch_pin():
         assert not missing, f"README installs {spec}; pyproject.toml has no extra {missing}"
     pins = [[w for w in _after(c, ["pip", "install"]) if w.startswith("torch")] for c in (main, test)]
     assert pins[0] == pins[1] and len(pins[0]) == 1, pins
-    assert _after(main, ["&&"]) == ["bench"] or main[-2:] == ["fastdata", "bench"], main
+    assert main[-2:] == ["fastdata", "bench"], f"the main job should end by running the benchmark: {main}"
 
 
 def test_cuda_marker_skips_only_its_line():
