@@ -289,6 +289,9 @@ def _run_bench(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return EXIT_ERROR
+    except KeyboardInterrupt:  # Ctrl-C while torch loads (a second or two): one line, like the bench's own
+        print("fastdata bench: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     try:
         from .bench_convert import bench_convert
 

@@ -41,7 +41,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, *, convert: suite.Convert | None = None) -> int:
+    """Run the benchmark; returns the exit status (0, or 130 when interrupted by Ctrl-C)."""
     args = build_parser().parse_args(argv)
+    try:
+        return _run(args, convert)
+    except KeyboardInterrupt:
+        # The harness has shut the running variant's workers down on the way out
+        # (teardown in a finally); the workers themselves never saw the signal.
+        print("fastdata bench: interrupted", file=sys.stderr, flush=True)
+        return 130
+
+
+def _run(args: argparse.Namespace, convert: suite.Convert | None) -> int:
     if args.quick:
         args.images, args.rounds, args.warmup, args.batch_size = min(args.images, 16), 1, 0, 8
     say = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))

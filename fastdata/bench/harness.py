@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import signal
 import statistics
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 
@@ -92,7 +94,8 @@ def run_interleaved(
 
 def _timed(v: Variant) -> tuple[float, float]:
     if v.setup:
-        v.setup()
+        with sigint_blocked():  # setup starts the variant's workers
+            v.setup()
     sampler = _RssSampler()
     sampler.start()
     try:
@@ -104,6 +107,26 @@ def _timed(v: Variant) -> tuple[float, float]:
         if v.teardown:
             v.teardown()
     return (n / dt if dt > 0 else 0.0), peak
+
+
+@contextlib.contextmanager
+def sigint_blocked() -> Iterator[None]:
+    """Block SIGINT in this thread while the body starts worker processes and threads.
+
+    A terminal's Ctrl-C goes to the whole process group. Workers forked (or
+    spawned: the mask survives exec) meanwhile inherit the blocked mask, so
+    the signal reaches this process alone, which stops them in order, instead
+    of each worker printing its own KeyboardInterrupt traceback. A Ctrl-C
+    during the body stays pending and is raised when it ends.
+    """
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 class _RssSampler(threading.Thread):
