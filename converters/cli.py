@@ -35,6 +35,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_ERROR
     try:
+        remote_io = importlib.import_module(f"{__package__}.remote_io")
+        if remote_io.wants(args):  # inspect / verify / index of URLs
+            return remote_io.run(args)
         return args.handler(args)
     except FastDataError as exc:
         from .scan import SkippedFile
@@ -157,6 +160,7 @@ def _run_convert(args: argparse.Namespace) -> int:
     from .parallel import available_cpus
     from .plan import PlanOptions
     from .scan import DEFAULT_EXTENSIONS, normalize_extensions
+    from fastdata.remote.urls import is_url
 
     if args.list_file is not None:
         if len(args.paths) != 1:
@@ -204,6 +208,8 @@ def _run_convert(args: argparse.Namespace) -> int:
         node_rank=args.node_rank if args.node_rank is not None else _env_int("RANK", 0),
         quiet=args.quiet,
     )
+    if is_url(out):  # convert locally, then upload, the manifest last
+        return importlib.import_module(f"{__package__}.remote_io").convert(request, convert)
     return convert(request)
 
 

