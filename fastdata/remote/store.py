@@ -11,6 +11,7 @@ variables and config files (``AWS_*`` and ``~/.aws`` for S3,
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from typing import Any
@@ -29,6 +30,7 @@ _BACKENDS = {
     "gs": ("gcsfs", "gcs"),
     "gcs": ("gcsfs", "gcs"),
 }
+_ENV_PREFIXES = ("AWS_", "GOOGLE_", "GCS", "FSSPEC_", "HTTP_PROXY", "HTTPS_PROXY")
 _SECRET_OPTIONS = ("key", "secret", "token", "password", "session_token", "client_secret")
 
 _lock = threading.Lock()
@@ -37,7 +39,9 @@ _filesystems: dict[tuple[int, str, str], Any] = {}
 
 def filesystem(proto: str, options: dict[str, Any], policy: RetryPolicy) -> Any:
     """This process's fsspec filesystem for ``proto`` (cached; rebuilt after a fork)."""
-    key = (os.getpid(), proto, repr(sorted(options.items())) + repr(policy))
+    # the backends read credentials from the environment when they are made: a change makes a new one
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES))
+    key = (os.getpid(), proto, repr(sorted(options.items())) + repr(policy) + hashlib.sha256(repr(env).encode()).hexdigest())
     with _lock:
         fs = _filesystems.get(key)
         if fs is None:
@@ -74,6 +78,20 @@ def _make(proto: str, options: dict[str, Any], policy: RetryPolicy) -> Any:
     if hasattr(fs, "retries"):
         fs.retries = 1  # s3fs retries 5 times on its own; one budget (ours) bounds the total
     return fs
+
+
+def _http_size(fs: Any, url: str) -> int | None:
+    """HEAD ``url``; unlike fsspec's ``info`` (which reports every failure,
+    a refused connection included, as a missing file) errors keep their kind."""
+    from fsspec.asyn import sync
+    from fsspec.implementations.http import _file_info
+
+    async def head() -> dict:
+        session = await fs.set_session()
+        return await _file_info(url, session, **fs.kwargs)
+
+    size = sync(fs.loop, head).get("size")
+    return int(size) if size is not None else None
 
 
 class Store:
@@ -120,12 +138,17 @@ class Store:
         url = self.url_of(name)
 
         def info() -> int | None:
+            if protocol(url) in ("http", "https"):
+                return _http_size(self.fs, url)
             try:
                 return int(self.fs.info(url)["size"])
             except FileNotFoundError:
                 return None
 
-        return self._call(name, "looking up", info)
+        try:
+            return self._call(name, "looking up", info)
+        except FileNotFoundError:  # an HTTP 404
+            return None
 
     def download(self, name: str, local: str) -> None:
         """Copy object ``name`` to the local file ``local`` (overwritten).
