@@ -4,6 +4,7 @@ mid-epoch (built in :mod:`fastdata.loading.make`)."""
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -78,12 +79,32 @@ class Loader:
         return self._active
 
     def _count(self, batches: Iterator[Any], token: object) -> Iterator[Any]:
-        for batch in batches:
-            if self._token is token:
-                self._consumed += 1
-            yield batch
+        try:
+            for batch in batches:
+                if self._token is token:
+                    self._consumed += 1
+                yield batch
+        except Exception as exc:
+            self._drop_workers(exc)
+            raise
         if self._token is token:
             self._epoch, self._consumed, self._running, self._token = self._epoch + 1, 0, False, None
+
+    def _drop_workers(self, exc: BaseException) -> None:
+        # The error's traceback holds torch's frames, which hold this pass's
+        # DataLoader iterator, in a reference cycle that only a GC pass frees. If
+        # that pass first runs in a process forked later (the next loader's
+        # workers), the iterator's __del__ there asks a process that is not the
+        # workers' parent whether they live: "AssertionError: can only test a
+        # child process", once per child. Stop the workers here, in their parent;
+        # a stopped iterator's __del__ does nothing.
+        held = [getattr(self.dataloader, "_iterator", None)]  # persistent workers
+        held += [v for frame, _ in traceback.walk_tb(exc.__traceback__) for v in frame.f_locals.values()]
+        for workers in held:
+            if hasattr(workers, "_shutdown_workers") and hasattr(workers, "_workers"):
+                workers._shutdown_workers()
+        if held[0] is not None:
+            self.dataloader._iterator = None  # the next pass starts fresh workers
 
     def _state(self, epoch: int, batches: int) -> LoaderState:
         s = self.order
