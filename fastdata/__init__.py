@@ -19,18 +19,16 @@ from .errors import (
     MissingDependencyError,
     RemoteError,
 )
+from .formats import registry as _registry
 
 # public name -> module that defines it
 _LAZY = {
     "CUDAPrefetcher": "fastdata.loading.prefetch",
     "DALILoader": "fastdata.dali.iterator",
+    "FormatDataset": "fastdata.datasets.shards",
+    "FormatStream": "fastdata.datasets.iterable",
     "ImageFolder": "fastdata.datasets.folder",
-    "LMDBDataset": "fastdata.datasets.shards",
     "Prefetch": "fastdata.loading.settings",
-    "RecordIODataset": "fastdata.datasets.shards",
-    "RecordIOStream": "fastdata.datasets.iterable",
-    "TFRecordDataset": "fastdata.datasets.shards",
-    "TFRecordStream": "fastdata.datasets.iterable",
     "Workers": "fastdata.loading.settings",
     "decode": "fastdata.decode",
     "fast_collate": "fastdata.loading.collate",
@@ -39,6 +37,8 @@ _LAZY = {
     "seed_everything": "fastdata.loading.seeding",
     "seed_worker": "fastdata.loading.seeding",
 }
+# RecordIODataset, TFRecordStream...: the per-format aliases the format registry lists
+_LAZY.update({name: "fastdata.datasets" for name in _registry.public_names()})
 
 __all__ = sorted(
     [

@@ -1,25 +1,46 @@
 """torch Datasets over fastdata's shards, other tools' files and image folders.
 
-Map-style (drop-in for ``torchvision.datasets.ImageFolder``): :class:`ImageFolder`,
-:class:`RecordIODataset`, :class:`TFRecordDataset`, :class:`LMDBDataset`.
+Map-style (drop-in for ``torchvision.datasets.ImageFolder``): :class:`ImageFolder`
+and :class:`FormatDataset` over the shards of any registered format.
 Streaming (``IterableDataset``, exactly once per epoch across ranks and
-workers): :class:`RecordIOStream`, :class:`TFRecordStream`.
-:func:`open_dataset` picks the class for a path.
+workers): :class:`FormatStream`. The per-format names (:class:`RecordIODataset`,
+:class:`TFRecordDataset`, :class:`LMDBDataset`, :class:`RecordIOStream`,
+:class:`TFRecordStream`) are the generic classes with the format fixed; the
+format registry lists them. :func:`open_dataset` picks the class for a path.
+
+Names resolve lazily (PEP 562): importing this package imports no format.
 """
 
-from .folder import IMG_EXTENSIONS, ImageFolder, find_classes
-from .iterable import RecordIOStream, TFRecordStream
-from .open import open_dataset
-from .shards import LMDBDataset, RecordIODataset, TFRecordDataset
+from __future__ import annotations
 
-__all__ = [
-    "IMG_EXTENSIONS",
-    "ImageFolder",
-    "LMDBDataset",
-    "RecordIODataset",
-    "RecordIOStream",
-    "TFRecordDataset",
-    "TFRecordStream",
-    "find_classes",
-    "open_dataset",
-]
+import importlib
+from typing import Any
+
+from ..formats import registry
+
+# public name -> module that defines it; the per-format names come from the registry
+_LAZY = {
+    "FormatDataset": "fastdata.datasets.shards",
+    "FormatStream": "fastdata.datasets.iterable",
+    "IMG_EXTENSIONS": "fastdata.datasets.folder",
+    "ImageFolder": "fastdata.datasets.folder",
+    "find_classes": "fastdata.datasets.folder",
+    "open_dataset": "fastdata.datasets.open",
+}
+_MODULE_OF_KIND = {"dataset": "fastdata.datasets.shards", "stream": "fastdata.datasets.iterable"}
+_LAZY.update({name: _MODULE_OF_KIND[kind] for name, (_, kind) in registry.public_names().items()})
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fastdata.datasets' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

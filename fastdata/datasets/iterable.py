@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch.utils.data
@@ -27,7 +27,7 @@ from ._shared import SharedSlots
 from .base import ShardLabels
 from .imaging import Transform, build_item, normalize_label
 from .policy import DATA_ERRORS, SkipCounter, check_policy
-from .shards import TF_IMAGE_KEY, TF_LABEL_KEY, TFClassNames, recordio_shards, tfrecord_shards
+from .shards import FormatLabels, open_shards, per_format
 from .shardset import ShardSet
 from .sources import PathArg
 
@@ -191,12 +191,12 @@ class ShardStream(ShardLabels, torch.utils.data.IterableDataset):
         )
 
 
-class RecordIOStream(ShardStream):
-    """RecordIO shards streamed in order (see :class:`ShardStream`).
+class FormatStream(FormatLabels, ShardStream):
+    """Shards of any registered format streamed in order (see :class:`ShardStream`).
 
     Args:
-        path: as for :class:`~fastdata.datasets.shards.RecordIODataset`.
-        transform, target_transform, classes, decode, on_error: as there.
+        path, transform, target_transform, format, classes, decode, on_error,
+            **options: as for :class:`~fastdata.datasets.shards.FormatDataset`.
         seed: the same on every rank; fixes shard order, buffer shuffle and
             per-sample augmentation streams. Default 0.
         shuffle: False streams shards in order with no buffer (evaluation).
@@ -206,12 +206,15 @@ class RecordIOStream(ShardStream):
         drop_last: give every rank ``N // world_size`` samples.
     """
 
+    fixed_format: ClassVar[str | None] = None
+
     def __init__(
         self,
         path: PathArg,
         transform: Transform | None = None,
         target_transform: Transform | None = None,
         *,
+        format: str | None = None,
         classes: Sequence[str] | None = None,
         decode: bool = True,
         on_error: str = "raise",
@@ -221,8 +224,9 @@ class RecordIOStream(ShardStream):
         rank: int | None = None,
         world_size: int | None = None,
         drop_last: bool = False,
+        **options: Any,
     ) -> None:
-        shards, found = recordio_shards(path)
+        shards, found = open_shards(path, self._format_for(format), options)
         super().__init__(
             shards,
             classes=classes if classes is not None else found,
@@ -239,42 +243,7 @@ class RecordIOStream(ShardStream):
         )
 
 
-class TFRecordStream(TFClassNames, ShardStream):
-    """TFRecord files streamed in order (see :class:`ShardStream` and
-    :class:`RecordIOStream`; ``image_key``, ``label_key`` and ``label_base`` as
-    for :class:`~fastdata.datasets.shards.TFRecordDataset`)."""
-
-    def __init__(
-        self,
-        path: PathArg,
-        transform: Transform | None = None,
-        target_transform: Transform | None = None,
-        *,
-        image_key: str = TF_IMAGE_KEY,
-        label_key: str = TF_LABEL_KEY,
-        label_base: int | None = None,
-        classes: Sequence[str] | None = None,
-        decode: bool = True,
-        on_error: str = "raise",
-        seed: int = 0,
-        shuffle: bool = True,
-        shuffle_buffer: int = DEFAULT_SHUFFLE_BUFFER,
-        rank: int | None = None,
-        world_size: int | None = None,
-        drop_last: bool = False,
-    ) -> None:
-        shards, found = tfrecord_shards(path, image_key=image_key, label_key=label_key, label_base=label_base)
-        super().__init__(
-            shards,
-            classes=classes if classes is not None else found,
-            transform=transform,
-            target_transform=target_transform,
-            decode=decode,
-            on_error=on_error,
-            seed=seed,
-            shuffle=shuffle,
-            shuffle_buffer=shuffle_buffer,
-            rank=rank,
-            world_size=world_size,
-            drop_last=drop_last,
-        )
+def __getattr__(name: str) -> type:
+    # RecordIOStream, TFRecordStream...: importable (and picklable) by name
+    # from this module, as before they were aliases.
+    return per_format(name, "stream", FormatStream)

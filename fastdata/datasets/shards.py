@@ -1,29 +1,31 @@
-"""Map-style datasets over converted shards and over files other tools wrote.
+"""Map-style datasets over the shards of any registered format.
 
-Each class takes a converted dataset directory (``manifest.json``: classes and
-record counts come from it, so opening is instant), one foreign shard, a glob
-or a list of shards (each is opened once to count its records). Samples are
-``(image, target)``; see :mod:`fastdata.datasets.imaging` for what ``image`` is
-and :mod:`fastdata.datasets.policy` for ``on_error``.
+:class:`FormatDataset` takes a converted dataset directory (``manifest.json``:
+classes and record counts come from it, so opening is instant), one foreign
+shard, a glob or a list of shards (each is opened once to count its records).
+Samples are ``(image, target)``; see :mod:`fastdata.datasets.imaging` for what
+``image`` is and :mod:`fastdata.datasets.policy` for ``on_error``.
+
+The per-format names (``RecordIODataset``, ``TFRecordDataset``,
+``LMDBDataset``) are thin aliases made from the format registry: the generic
+class with the format fixed and the format's options as keywords.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
-from ..errors import FormatError
+from ..errors import ConfigError
+from ..formats import registry
 from ..remote import hooks as remote_hooks
 from .base import ShardDataset, ShardLabels
 from .imaging import Transform
 from .shardset import ShardSet
-from .sources import PathArg, lst_classes, resolve
-
-TF_IMAGE_KEY = "image/encoded"
-TF_LABEL_KEY = "image/class/label"
-TF_TEXT_KEY = "image/class/text"
-
+from .sources import PathArg, first_path, resolve
 
 TARGETS_EXTRA = "targets"
 """``manifest.extra`` key naming a ``.npy`` of every sample's 0-based target
@@ -52,62 +54,31 @@ def converted(format_name: str, path: PathArg, paths: list[str], manifest: Any, 
     )
 
 
-def recordio_shards(path: PathArg) -> tuple[ShardSet, list[str] | None]:
-    path = remote_hooks.local_root(path)
-    paths, manifest = resolve(path, "recordio")
+def open_shards(path: PathArg, format_name: str | None, options: dict[str, Any]) -> tuple[ShardSet, list[str] | None]:
+    """The ShardSet at ``path`` and the manifest's class names (None for foreign files).
+
+    Args:
+        path: converted directory (or its URL), shard, glob or list of shards.
+        format_name: registry name; None detects it from ``path`` (the first
+            file of a glob or list).
+        options: the format's dataset keywords (its ``FormatSpec.options``).
+    """
+    path = remote_hooks.local_root(path)  # a URL: the local directory its shards are cached in
+    if format_name is None:
+        format_name = registry.detect(first_path(path)).format
+    spec = registry.get(format_name)
+    reader_options = spec.reader_options(**options)
+    paths, manifest = resolve(path, format_name, dir_is_shard=spec.data_name is not None)
+    open_options = reader_options.open_options(manifest)
     if manifest is not None:
-        return converted("recordio", path, paths, manifest, {}), manifest.classes
-    classes = lst_classes(paths[0]) if len(paths) == 1 else None
-    return ShardSet("recordio", paths, {}), classes
+        return converted(format_name, path, paths, manifest, open_options), manifest.classes
+    return ShardSet(format_name, paths, open_options), None
 
 
-def tfrecord_shards(
-    path: PathArg, *, image_key: str, label_key: str, label_base: int | None
-) -> tuple[ShardSet, list[str] | None]:
-    path = remote_hooks.local_root(path)
-    paths, manifest = resolve(path, "tfrecord")
-    options: dict[str, Any] = {"image_key": image_key, "label_key": label_key}
-    if manifest is not None:
-        options["label_base"] = manifest.label_base if label_base is None else label_base
-        return converted("tfrecord", path, paths, manifest, options), manifest.classes
-    # Foreign files: None lets the reader apply TensorFlow's ImageNet rule
-    # (1-based under "image/class/label", 0-based under any other key).
-    options["label_base"] = label_base
-    return ShardSet("tfrecord", paths, options), None
-
-
-def tfrecord_class_names(shards: ShardSet) -> list[str] | None:
-    """Class names from each record's ``image/class/text`` (one pass over the
-    files), or None when a class has no text or two texts."""
-    from ..formats.tfrecord import parse_example
-
-    names: dict[int, str] = {}
-    for k in range(len(shards.paths)):
-        reader = shards.reader(k)
-        records = getattr(reader, "reader", None)
-        base = getattr(reader, "label_base", None)
-        label_key = getattr(reader, "label_key", None)
-        if records is None or base is None or label_key is None:
-            return None
-        for i in range(int(shards.counts[k])):
-            try:
-                example = parse_example(records[i])
-            except FormatError:
-                return None
-            label, text = example.get(label_key), example.get(TF_TEXT_KEY)
-            if label is None or text is None or len(label) != 1 or len(text) != 1:
-                return None
-            name = bytes(text[0]).decode("utf-8", "replace")
-            if names.setdefault(int(label[0]) - base, name) != name:
-                return None
-    if sorted(names) != list(range(len(names))):
-        return None
-    return [names[i] for i in range(len(names))]
-
-
-class TFClassNames(ShardLabels):
-    """``classes`` of foreign TFRecord files from ``image/class/text`` when
-    every class has exactly one text, else ``str(label)``."""
+class FormatLabels(ShardLabels):
+    """``classes`` of foreign shards from the format's ``class_names`` hook
+    (im2rec's ``.lst``, TFRecord's ``image/class/text``), tried once on first
+    use, else ``str(label)``; a mixin for the generic dataset and stream."""
 
     _names_tried = False
 
@@ -115,35 +86,50 @@ class TFClassNames(ShardLabels):
     def classes(self) -> list[str]:
         if self._classes is None and not self._names_tried:
             self._names_tried = True
-            self._classes = tfrecord_class_names(self.shards)
+            hook = registry.get(self.shards.format).class_names
+            if hook is not None:
+                self._classes = hook([self.shards.reader(k) for k in range(len(self.shards.paths))])
         return ShardLabels.classes.fget(self)  # type: ignore[attr-defined]
 
+    @property
+    def format(self) -> str:
+        """The registry name of the format read."""
+        return self.shards.format
 
-def lmdb_shards(path: PathArg) -> tuple[ShardSet, list[str] | None]:
-    path = remote_hooks.local_root(path)
-    paths, manifest = resolve(path, "lmdb", dir_is_shard=True)
-    if manifest is not None:
-        return converted("lmdb", path, paths, manifest, {}), manifest.classes
-    return ShardSet("lmdb", paths, {}), None
+    @classmethod
+    def _format_for(cls, given: str | None) -> str | None:
+        fixed = cls.fixed_format  # type: ignore[attr-defined]
+        if fixed is not None and given is not None and given != fixed:
+            raise ConfigError(f"{cls.__name__} reads {fixed} shards, not {given}; use the class for {given}")
+        return fixed or given
 
 
-class RecordIODataset(ShardDataset):
-    """MXNet RecordIO shards (fastdata's or im2rec's ``.rec``, ``.idx`` optional).
+class FormatDataset(FormatLabels, ShardDataset):
+    """Shards of any registered format (fastdata's, or files other tools wrote).
 
     Args:
-        path: converted directory, a ``.rec`` file, a glob or a list of them.
+        path: converted directory, a shard, a glob or a list of shards.
         transform: applied to the PIL RGB image (or to ``EncodedImage`` when
             it is decode-aware).
         target_transform: applied to the target.
-        classes: class names for foreign files. Default: the manifest's; for
-            an im2rec ``.rec`` with its ``.lst`` beside, the top directory of
-            each class's paths; else ``str(label)``.
+        format: registry name (``fastdata.formats.names()``); default: the
+            manifest's, or detected from the first file's bytes and name.
+        classes: class names. Default: the manifest's; for foreign files what
+            the format finds (im2rec's ``.lst``, TFRecord's
+            ``image/class/text``), else ``str(label)``.
         decode: False returns ``(stored image bytes, target)`` untransformed.
         on_error: ``"raise"``, ``"skip"`` or ``"warn"``.
+        **options: the format's own keywords (its ``FormatSpec.options``
+            dataclass, e.g. TFRecord's ``label_key``).
 
-    Targets are ints for class labels (MXNet stores float32) and float32
-    vectors for im2rec's label vectors (``flag > 0``).
+    Targets are ints for class labels and float32 vectors for label vectors.
+
+    Raises:
+        ConfigError: nothing readable at ``path``, or an option the format
+            does not take (the message lists the ones it takes).
     """
+
+    fixed_format: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -151,11 +137,13 @@ class RecordIODataset(ShardDataset):
         transform: Transform | None = None,
         target_transform: Transform | None = None,
         *,
+        format: str | None = None,
         classes: Sequence[str] | None = None,
         decode: bool = True,
         on_error: str = "raise",
+        **options: Any,
     ) -> None:
-        shards, found = recordio_shards(path)
+        shards, found = open_shards(path, self._format_for(format), options)
         super().__init__(
             shards,
             classes=classes if classes is not None else found,
@@ -166,81 +154,45 @@ class RecordIODataset(ShardDataset):
         )
 
 
-class TFRecordDataset(TFClassNames, ShardDataset):
-    """TFRecord files of ``tf.train.Example`` (fastdata's or TensorFlow's).
-
-    Args:
-        path: converted directory, a TFRecord file, a glob (e.g.
-            ``"train-*-of-01024"``) or a list of them.
-        transform, target_transform, decode, on_error: as for
-            :class:`RecordIODataset`.
-        classes: class names. Default: the manifest's; for other files the
-            records' ``image/class/text`` (one pass, on first use), else
-            ``str(label)``.
-        image_key: the feature holding the encoded image.
-        label_key: the int64 feature holding the class label.
-        label_base: the stored label of class 0, subtracted so targets are
-            0-based. Default: the manifest's for a converted directory; for
-            other files 1 under ``"image/class/label"`` (TensorFlow's ImageNet
-            scripts store 1..1000) and 0 under any other key. Pass 0 for files
-            that store 0-based labels: a stored label below the base raises
-            FormatError saying so.
-    """
-
-    def __init__(
-        self,
-        path: PathArg,
-        transform: Transform | None = None,
-        target_transform: Transform | None = None,
-        *,
-        image_key: str = TF_IMAGE_KEY,
-        label_key: str = TF_LABEL_KEY,
-        label_base: int | None = None,
-        classes: Sequence[str] | None = None,
-        decode: bool = True,
-        on_error: str = "raise",
-    ) -> None:
-        shards, found = tfrecord_shards(path, image_key=image_key, label_key=label_key, label_base=label_base)
-        super().__init__(
-            shards,
-            classes=classes if classes is not None else found,
-            transform=transform,
-            target_transform=target_transform,
-            decode=decode,
-            on_error=on_error,
-        )
+def alias(base: type, name: str, format_name: str) -> type:
+    """``name``: ``base`` with the format fixed, documented from the format's
+    spec and signed with its options as keywords (a thin, picklable alias)."""
+    spec = registry.get(format_name)
+    fields = dataclasses.fields(spec.options)
+    params = [p for p in inspect.signature(base.__init__).parameters.values() if p.name not in ("self", "format", "options")]
+    params += [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.type) for f in fields]
+    doc = (
+        f"{base.__name__} over {spec.name} shards ({', '.join(spec.suffixes)}): "
+        f"``{name}(path, ...)`` is ``{base.__name__}(path, format={spec.name!r}, ...)``.\n\n"
+        f"Options ({spec.options.__name__}): {inspect.cleandoc(spec.options.__doc__ or '')}\n"
+    )
+    return type(
+        name,
+        (base,),
+        {
+            "fixed_format": format_name,
+            "__doc__": doc,
+            "__module__": base.__module__,
+            "__qualname__": name,
+            "__signature__": inspect.Signature(params),
+        },
+    )
 
 
-class LMDBDataset(ShardDataset):
-    """LMDB environments: fastdata's, Caffe's ``caffe.Datum`` (encoded or raw
-    pixels) and plain ``key -> image bytes`` stores, samples in key order.
+_ALIASES: dict[str, type] = {}
 
-    Raw-pixel datums come back as binary PPM bytes (RGB) under ``decode=False``;
-    plain image stores have no labels, so their targets are -1.
 
-    Args:
-        path: converted directory, an LMDB directory (with ``data.mdb``) or a
-            list of them.
-        transform, target_transform, classes, decode, on_error: as for
-            :class:`RecordIODataset`.
-    """
+def per_format(name: str, kind: str, base: type) -> type:
+    """The alias class ``name`` of the registry's ``kind`` ("dataset"/"stream"), made once per process."""
+    found = registry.public_names().get(name)
+    if found is None or found[1] != kind:
+        raise AttributeError(name)
+    if name not in _ALIASES:
+        _ALIASES[name] = alias(base, name, found[0])
+    return _ALIASES[name]
 
-    def __init__(
-        self,
-        path: PathArg,
-        transform: Transform | None = None,
-        target_transform: Transform | None = None,
-        *,
-        classes: Sequence[str] | None = None,
-        decode: bool = True,
-        on_error: str = "raise",
-    ) -> None:
-        shards, found = lmdb_shards(path)
-        super().__init__(
-            shards,
-            classes=classes if classes is not None else found,
-            transform=transform,
-            target_transform=target_transform,
-            decode=decode,
-            on_error=on_error,
-        )
+
+def __getattr__(name: str) -> type:
+    # RecordIODataset, TFRecordDataset, LMDBDataset...: importable (and
+    # picklable) by name from this module, as before they were aliases.
+    return per_format(name, "dataset", FormatDataset)

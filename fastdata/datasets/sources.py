@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Union
 
-from ..errors import ConfigError, FormatError
+from ..errors import ConfigError
 from ..formats import MANIFEST_NAME, Manifest
 
 PathArg = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
@@ -63,24 +63,9 @@ def _must_exist(path: str) -> None:
         raise ConfigError(f"{path}: no such file or directory")
 
 
-def lst_classes(rec: str) -> list[str] | None:
-    """Class names from im2rec's ``.lst`` beside ``rec``: the first directory
-    of each path, when every integer label ``0..K-1`` maps to exactly one."""
-    lst = Path(rec).with_suffix(".lst")
-    if not lst.is_file():
-        return None
-    from ..formats.recordio import read_lst
-
-    names: dict[int, str] = {}
-    try:
-        for _, label, relpath in read_lst(lst):
-            if not isinstance(label, float) or not label.is_integer() or "/" not in relpath:
-                return None
-            name = relpath.split("/", 1)[0]
-            if names.setdefault(int(label), name) != name:
-                return None
-    except (FormatError, OSError):  # a broken .lst only costs the class names
-        return None
-    if sorted(names) != list(range(len(names))) or len(set(names.values())) != len(names):
-        return None
-    return [names[i] for i in range(len(names))]
+def first_path(path: PathArg) -> Path:
+    """The file a format is judged by: ``path`` itself, or the first of a glob or list."""
+    if isinstance(path, (str, os.PathLike)) and os.path.exists(os.fspath(path)):
+        return Path(os.fspath(path))
+    paths, _ = resolve(path, "", dir_is_shard=True)
+    return Path(paths[0])

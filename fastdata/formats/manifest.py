@@ -70,13 +70,14 @@ class Manifest:
 
     def shard_sizes(self, directory: str | os.PathLike[str]) -> list[tuple[Path, int | None]]:
         """``(data file, its size now)`` per shard, in manifest order; the size
-        is None when the file is missing. The data file of an LMDB shard
-        directory is its ``data.mdb``, whose size the manifest records."""
+        is None when the file is missing. The data file is the format's
+        (an LMDB shard directory's ``data.mdb``), whose size the manifest records."""
+        from .registry import get  # the registry imports this module
+
+        spec = get(self.format)
         out = []
         for info in self.shards:
-            path = Path(directory) / info.file
-            if path.is_dir():
-                path = path / "data.mdb"
+            path = spec.data_file(Path(directory) / info.file)
             try:
                 out.append((path, path.stat().st_size))
             except OSError:

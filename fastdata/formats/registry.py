@@ -1,8 +1,10 @@
-"""The table from a format name to its implementation.
+"""The table from a format name to its implementation: the only door to a format.
 
 Adding a format is a folder under ``fastdata/formats/`` whose package defines
-``FORMAT = FormatSpec(...)`` plus one line in ``_MODULES``; the conformance
-tests iterate over :func:`names`.
+``FORMAT = FormatSpec(...)`` plus one line in ``_TABLE``. Everything else
+(datasets, streams, ``open_dataset``, the converters' ``inspect`` / ``verify``
+/ ``index``, DALI, the bench, the conformance tests) asks this module and
+never imports a format package.
 """
 
 from __future__ import annotations
@@ -11,53 +13,188 @@ import dataclasses
 import importlib
 import os
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from .hooks import DALIReader, Detected, FileCheck, Framing, IndexHook, Inspected, Problem, ReaderOptions
+from .manifest import MANIFEST_NAME, Manifest
 from .sample import Sample, SampleReader, ShardInfo
 
-_MODULES = {
-    "recordio": "fastdata.formats.recordio",
-    "tfrecord": "fastdata.formats.tfrecord",
-    "lmdb": "fastdata.formats.lmdb",
+# name: (package, public map-style class name, public streaming class name).
+# The class names become thin aliases of fastdata.datasets' generic classes.
+_TABLE: dict[str, tuple[str, str | None, str | None]] = {
+    "lmdb": ("fastdata.formats.lmdb", "LMDBDataset", None),
+    "recordio": ("fastdata.formats.recordio", "RecordIODataset", "RecordIOStream"),
+    "tfrecord": ("fastdata.formats.tfrecord", "TFRecordDataset", "TFRecordStream"),
 }
 
+_HEAD = 64  # bytes read for sniffing
 
-@dataclasses.dataclass(frozen=True)
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class FormatSpec:
-    """How one on-disk format stores image samples.
+    """Everything fastdata knows about one on-disk format.
+
+    Every field without a default must be declared, so a format cannot leave
+    out what a tool or a conformance test needs (``None`` / ``NO_FRAMING``
+    are explicit answers).
 
     Attributes:
         name: registry name.
-        suffix: shard file (or, for LMDB, directory) suffix, e.g. ``".rec"``.
+        title: what a file of the format is called in messages ("a RecordIO file").
+        recognised_by: how :func:`detect` recognises it, for messages.
+        suffixes: shard names of the format; the first is what ``write_shard``
+            writes, the others are also taken as this format by :func:`detect`.
+        data_name: for a format whose shard is a directory, the file in it
+            that holds the records (LMDB: ``data.mdb``); None for file shards.
         write_shard: ``write_shard(path, samples) -> ShardInfo`` writes one
             complete shard atomically (under a partial name, renamed at the
-            end); ``path`` is the final shard path, ``ShardInfo.file`` its
-            basename.
-        open_shard: ``open_shard(path, **options) -> SampleReader``.
+            end); ``ShardInfo.file`` is the basename of ``path``.
+        open_shard: ``open_shard(path, **options) -> SampleReader``; a shard
+            with an index finds it where ``write_shard`` put it.
+        options: the :class:`ReaderOptions` dataclass of the keywords the
+            format's datasets take; its ``open_options`` reads the manifest.
+        sniff: ``sniff(head)``: the first bytes of a file are this format's.
+        claim: ``claim(path)``: a :class:`Detected` for what the format
+            recognises by layout or name beyond its suffixes (an LMDB
+            directory, the ``.rec`` behind an ``.idx``, a compressed file), or None.
+        framing: the byte ranges of the first record that are framing or
+            checksum (``NO_FRAMING``: none of its own).
+        label_vectors: whether the format stores float / multi-value labels.
+        dali: how DALI reads a converted directory, or None (no DALI reader).
+        inspect: ``inspect(found, n) -> (records, first n as Inspected)`` for
+            ``fastdata inspect`` of a single shard.
+        verify: ``verify(found) -> FileCheck`` for ``fastdata verify`` of a
+            single shard.
+        index: the format's index files, or None when it has none.
         label_base: label stored for class 0 by ``write_shard``.
-        finalize: optional ``finalize(directory, manifest) -> dict`` run
-            after all shards exist, before the manifest is written; it may
-            write extra files (e.g. a DALI index) and returns entries for
-            ``manifest.extra``.
+        finalize: optional ``finalize(directory, manifest) -> dict`` run after
+            all shards exist, before the manifest is written; it may write
+            extra files (e.g. a DALI index) and returns entries for ``manifest.extra``.
+        check_finalized: optional ``check_finalized(directory, manifest)`` ->
+            problems with what ``finalize`` wrote (``fastdata verify``).
+        class_names: optional ``class_names(readers)``: class names of
+            foreign shards (this process's readers), or None when they have none.
     """
 
     name: str
-    suffix: str
+    title: str
+    recognised_by: str
+    suffixes: tuple[str, ...]
+    data_name: str | None
     write_shard: Callable[[str | os.PathLike[str], Iterable[Sample]], ShardInfo]
     open_shard: Callable[..., SampleReader]
+    options: type[ReaderOptions]
+    sniff: Callable[[bytes], bool]
+    claim: Callable[[Path], Detected | None]
+    framing: Framing
+    label_vectors: bool
+    dali: DALIReader | None
+    inspect: Callable[[Detected, int], tuple[int, list[Inspected]]]
+    verify: Callable[[Detected], FileCheck]
+    index: IndexHook | None
     label_base: int = 0
     finalize: Callable[[str | os.PathLike[str], Any], dict[str, Any]] | None = None
+    check_finalized: Callable[[Path, Manifest], list[Problem]] | None = None
+    class_names: Callable[[list[SampleReader]], list[str] | None] | None = None
+
+    @property
+    def suffix(self) -> str:
+        """The suffix ``write_shard`` gives a shard."""
+        return self.suffixes[0]
+
+    def data_file(self, shard: str | os.PathLike[str]) -> Path:
+        """The file holding a shard's records (whose size and sha256 a manifest records)."""
+        return Path(shard) / self.data_name if self.data_name else Path(shard)
+
+    def reader_options(self, **options: Any) -> ReaderOptions:
+        """The format's options from dataset keywords; ConfigError names the ones it takes."""
+        try:
+            return self.options(**options)
+        except TypeError:
+            known = [f.name for f in dataclasses.fields(self.options)]
+            raise ConfigError(
+                f"{self.name} datasets take no option {', '.join(sorted(set(options) - set(known)))}; "
+                f"its options are: {', '.join(known) or 'none'}"
+            ) from None
+
+    def shard_options(self, manifest: Manifest) -> dict[str, Any]:
+        """``open_shard`` keywords for the shards of a converted directory (each
+        finds its index, the one the manifest lists, beside it)."""
+        return self.options().open_options(manifest)
 
 
 def names() -> list[str]:
-    return sorted(_MODULES)
+    """The registered format names, sorted."""
+    return sorted(_TABLE)
 
 
 def get(name: str) -> FormatSpec:
-    """Return the :class:`FormatSpec` registered under ``name``."""
+    """Return the :class:`FormatSpec` registered under ``name``.
+
+    Raises:
+        ConfigError: no such format (the message lists the known ones).
+    """
     try:
-        module = _MODULES[name]
+        module = _TABLE[name][0]
     except KeyError:
         raise ConfigError(f"unknown format {name!r}; choose one of {', '.join(names())}") from None
     return importlib.import_module(module).FORMAT
+
+
+def public_names() -> dict[str, tuple[str, str]]:
+    """``{class name: (format, "dataset" or "stream")}`` of the per-format
+    aliases, read from the table alone (no format package is imported)."""
+    out = {}
+    for name, (_, dataset, stream) in _TABLE.items():
+        out.update({alias: (name, kind) for alias, kind in ((dataset, "dataset"), (stream, "stream")) if alias})
+    return out
+
+
+def detect(path: str | os.PathLike[str]) -> Detected:
+    """What is at ``path``: a converted dataset directory or one shard of a registered format.
+
+    In this order: a directory with ``manifest.json`` (the manifest names the
+    format); a file whose first bytes one format recognises (``sniff``); what
+    a format recognises by layout or name (``claim``: an LMDB directory, the
+    ``.rec`` of an ``.idx``, a compressed TFRecord); a file with one of a
+    format's suffixes.
+
+    Raises:
+        ConfigError: the path does not exist or no format recognises it (the
+            message says what each format looks for).
+        ManifestError: a ``manifest.json`` that cannot be read.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: no such file or directory")
+    if path.is_dir() and (path / MANIFEST_NAME).is_file():
+        manifest = Manifest.read(path)
+        return Detected(manifest.format, path, manifest=manifest)
+    specs = [get(n) for n in names()]
+    head = b""
+    if path.is_file():
+        with open(path, "rb") as f:
+            head = f.read(_HEAD)
+        for spec in specs:
+            if head and spec.sniff(head):
+                return Detected(spec.name, path, data_file=path)
+    for spec in specs:
+        found = spec.claim(path)
+        if found is not None:
+            return found
+    if path.is_file():
+        for spec in specs:
+            if path.name.lower().endswith(spec.suffixes):
+                return Detected(spec.name, path, data_file=path)
+    raise ConfigError(_unknown(path, head, specs))
+
+
+def _unknown(path: Path, head: bytes, specs: list[FormatSpec]) -> str:
+    if path.is_dir():
+        kinds = [f"not {s.title} ({s.recognised_by})" for s in specs if s.data_name]
+        return f"{path}: not a fastdata dataset (no {MANIFEST_NAME}), {', '.join(kinds)}; give a dataset directory or a shard"
+    kinds = [f"not {s.title} ({s.recognised_by})" for s in specs]
+    what = "empty file" if not head else f"first bytes {head[:8].hex()}"
+    return f"{path}: {', '.join(kinds)}; {what}; which tool wrote it?"

@@ -35,13 +35,9 @@ def write(tmp: Path, fmt: str, samples: list[Sample], shard_bytes: int = 2000) -
 
 
 def open_all(directory: Path, manifest: Manifest):
+    """A reader per shard, opened with the options the format reads from the manifest."""
     spec = registry.get(manifest.format)
-    return [spec.open_shard(os.path.join(directory, s.file), **shard_options(manifest)) for s in manifest.shards]
-
-
-def shard_options(manifest: Manifest) -> dict:
-    # TFRecord shards store labels 1-based (TensorFlow's convention); the manifest says so.
-    return {"label_base": manifest.label_base} if manifest.format == "tfrecord" else {}
+    return [spec.open_shard(os.path.join(directory, s.file), **spec.shard_options(manifest)) for s in manifest.shards]
 
 
 def read_all(directory: Path, manifest: Manifest) -> list[tuple[bytes, int]]:
@@ -53,5 +49,4 @@ def read_all(directory: Path, manifest: Manifest) -> list[tuple[bytes, int]]:
 
 def data_file(directory: Path, manifest: Manifest, shard: int = 0) -> Path:
     """The file whose bytes hold shard ``shard``'s records."""
-    path = Path(directory) / manifest.shards[shard].file
-    return path / "data.mdb" if path.is_dir() else path
+    return registry.get(manifest.format).data_file(Path(directory) / manifest.shards[shard].file)

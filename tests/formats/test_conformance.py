@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from fastdata.errors import FastDataError, FormatError
-from fastdata.formats import Manifest, registry
+from fastdata.formats import Manifest, Sample, registry
+from fastdata.formats.hooks import NO_FRAMING
 
 from formatkit import data_file, make_samples, open_all, read_all, write
 
@@ -46,15 +47,13 @@ def test_random_access_equals_sequential_scan(tmp_path, fmt):
         assert (bytes(img), int(label)) == (bytes(sequential[i][0]), int(sequential[i][1]))
 
 
-def test_label_vectors_round_trip_where_supported(tmp_path, fmt):
-    from fastdata.formats import Sample
-
+def test_label_vectors_round_trip_or_are_refused_as_declared(tmp_path, fmt):
     samples = [Sample(image=b"\xff\xd8\xff\xe0" + bytes([i]), label=[float(i), 0.5, -2.0], id=i) for i in range(4)]
-    try:
-        manifest = write(tmp_path, fmt, samples)
-    except FastDataError as exc:  # a format that cannot store vectors must say so, not mangle them
-        assert "label" in str(exc)
+    if not registry.get(fmt).label_vectors:  # the format must say so, not mangle them
+        with pytest.raises(FastDataError, match="label"):
+            write(tmp_path, fmt, samples)
         return
+    manifest = write(tmp_path, fmt, samples)
     for reader in open_all(tmp_path, manifest):
         for i in range(len(reader)):
             _, label = reader.sample(i)
@@ -80,8 +79,6 @@ def _read_everything(directory, manifest):
 
 
 def test_truncated_last_record_raises_format_error(tmp_path, fmt):
-    if fmt == "lmdb":
-        pytest.skip("LMDB pages are fixed-size: truncation is covered by the fuzz test's page damage")
     manifest = write(tmp_path, fmt, make_samples(10), shard_bytes=10**6)
     path = data_file(tmp_path, manifest)
     size = path.stat().st_size
@@ -92,21 +89,19 @@ def test_truncated_last_record_raises_format_error(tmp_path, fmt):
         assert str(path.name) in str(info.value)
 
 
-FRAMING = {
-    # byte ranges of the first record that are framing or checksum, not payload
-    "recordio": [range(0, 8)],
-    "tfrecord": [range(0, 12)],
-}
+# Every spec must declare its framing (FormatSpec has no default for it);
+# NO_FRAMING formats (LMDB keeps values in B-tree pages) have nothing to flip.
+FRAMED = [name for name in FORMATS if registry.get(name).framing != NO_FRAMING]
 
 
+@pytest.mark.parametrize("fmt", FRAMED)
 @pytest.mark.parametrize("bit", [0, 3, 7])
 def test_flipped_framing_bits_raise_format_error(tmp_path, fmt, bit):
-    if fmt not in FRAMING:
-        pytest.skip(f"{fmt} has no record framing of its own (LMDB stores values in B-tree pages)")
+    framing = registry.get(fmt).framing
     manifest = write(tmp_path, fmt, make_samples(6), shard_bytes=10**6)
     path = data_file(tmp_path, manifest)
     original = path.read_bytes()
-    for span in FRAMING[fmt]:
+    for span in framing:
         for pos in span:
             damaged = bytearray(original)
             damaged[pos] ^= 1 << bit

@@ -11,9 +11,9 @@ import pytest
 from PIL import Image
 
 from fastdata.formats.recordio import (
-    ImageRecordReader,
     IRHeader,
     Reader,
+    ShardReader,
     Writer,
     build_index,
     open_shard,
@@ -83,7 +83,7 @@ def test_im2rec_passthrough_holds_the_original_files(vectors):
     assert len(lst) == len(images) == 13
     by_id = {index: (label, rel) for index, label, rel in lst}
     reader = open_shard(vectors / "im2rec_passthrough.rec")
-    assert isinstance(reader, ImageRecordReader) and len(reader) == 13
+    assert isinstance(reader, ShardReader) and len(reader) == 13
     # im2rec writes the shuffled list order; the .idx follows it and keys are the .lst ids
     assert [reader.records.key(i) for i in range(13)] == [index for index, _, _ in lst]
     for i in range(len(reader)):

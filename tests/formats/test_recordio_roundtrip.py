@@ -15,7 +15,7 @@ from fastdata.formats.recordio import (
     IRHeader,
     Reader,
     Writer,
-    _framing,
+    framing,
     build_index,
     open_shard,
     pack,
@@ -78,14 +78,14 @@ def test_round_trip_with_magic_words(tmp_path):
 
 def test_split_matches_dmlc_rules():
     # aligned magic: split and dropped; unaligned: kept; magic alone: two empty parts
-    assert _framing.cut_points(MAGIC) == [0]
-    assert _framing.cut_points(b"x" + MAGIC) == []
-    assert _framing.cut_points(b"abcd" + MAGIC + b"e") == [4]
-    assert _framing.cut_points(MAGIC * 2) == [0, 4]
-    assert _framing.cut_points(b"\x0a" + MAGIC + b"\x23\xd7\xce") == []
-    assert parts_on_disk(b"".join(bytes(c) for c in _framing.frame(MAGIC))) == [(1, 0), (3, 0)]
-    assert parts_on_disk(b"".join(bytes(c) for c in _framing.frame(b"abcd" + MAGIC + b"e"))) == [(1, 4), (3, 1)]
-    assert parts_on_disk(b"".join(bytes(c) for c in _framing.frame(b""))) == [(0, 0)]
+    assert framing.cut_points(MAGIC) == [0]
+    assert framing.cut_points(b"x" + MAGIC) == []
+    assert framing.cut_points(b"abcd" + MAGIC + b"e") == [4]
+    assert framing.cut_points(MAGIC * 2) == [0, 4]
+    assert framing.cut_points(b"\x0a" + MAGIC + b"\x23\xd7\xce") == []
+    assert parts_on_disk(b"".join(bytes(c) for c in framing.frame(MAGIC))) == [(1, 0), (3, 0)]
+    assert parts_on_disk(b"".join(bytes(c) for c in framing.frame(b"abcd" + MAGIC + b"e"))) == [(1, 4), (3, 1)]
+    assert parts_on_disk(b"".join(bytes(c) for c in framing.frame(b""))) == [(0, 0)]
 
 
 def test_record_size_limit():
@@ -94,7 +94,7 @@ def test_record_size_limit():
             return 1 << 29
 
     with pytest.raises(ValueError, match="2\\*\\*29"):
-        _framing.frame(Huge())
+        framing.frame(Huge())
 
 
 def test_keys_explicit_shuffled_and_build_index(tmp_path):

@@ -22,7 +22,7 @@ from fastdata.formats.tfrecord.fastpath import image_and_label
 KEYS = (tfr.IMAGE_KEY.encode(), tfr.LABEL_KEY.encode())
 
 
-def general(shard: tfr.TFRecordShard, record: bytes, i: int = 0):
+def general(shard: tfr.ShardReader, record: bytes, i: int = 0):
     """What sample() returned before the fast path: the general parser's answer."""
     return shard._decode(record, i)
 
@@ -82,7 +82,7 @@ def test_foreign_tensorflow_files_agree(shared_data):
 
 def _entries(record: bytes) -> list[bytes]:
     """The raw map entries (tag, length, body) of a fastdata Example, in order."""
-    from fastdata.formats.tfrecord.example_parse import _varint
+    from fastdata.formats._protowire import decode_varint as _varint
 
     pos = _varint(record, 1)[1]
     out = []

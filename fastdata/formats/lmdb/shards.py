@@ -10,6 +10,7 @@ dataset's metadata lives in ``manifest.json`` beside the shards.
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import os
 from collections.abc import Iterable
@@ -18,6 +19,8 @@ from typing import Any
 
 from ...errors import ConfigError, FormatError
 from .._atomic import commit, partial_path, remove, sha256_file
+from ..hooks import ReaderOptions
+from ..images import image_kind
 from ..sample import Sample, ShardInfo
 from . import _env
 from .datum import datum_to_image, decode_datum, encode_datum
@@ -28,9 +31,9 @@ from .writer import Writer
 KEY_DIGITS = 9
 NO_LABEL = -1  # the label of a value that is a bare image file (no Datum, so no label)
 
-# Signatures of image files stored as bare values (BasicSR and similar). None
-# of them can start a caffe.Datum: a Datum's first byte is the tag of field 1-7.
-_IMAGE_MAGIC = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a", b"BM")
+# Image files stored as bare values (BasicSR and similar). None of them can
+# start a caffe.Datum: a Datum's first byte is the tag of field 1-7.
+_BARE_IMAGES = frozenset(("JPEG", "PNG", "GIF", "BMP", "WEBP"))
 
 
 def shard_key(sample_id: int) -> bytes:
@@ -91,6 +94,12 @@ def write_shard(path: str | os.PathLike[str], samples: Iterable[Sample], *, map_
     size, digest = data.stat().st_size, sha256_file(data)
     commit(partial, final)
     return ShardInfo(file=final.name, records=records, bytes=size, sha256=digest, index=None)
+
+
+@dataclasses.dataclass(frozen=True)
+class LMDBOptions(ReaderOptions):
+    """LMDB datasets take no options beyond the common ones: every value's
+    layout (Datum, raw Datum, bare image) is recognised by its first bytes."""
 
 
 def open_shard(path: str | os.PathLike[str], *, verify: bool = True, **options: Any) -> ShardReader:
@@ -179,8 +188,7 @@ class ShardReader:
 
 
 def _is_image(value: bytes | memoryview) -> bool:
-    head = bytes(value[:8])
-    return head.startswith(_IMAGE_MAGIC) or (head[:4] == b"RIFF" and bytes(value[8:12]) == b"WEBP")
+    return image_kind(value) in _BARE_IMAGES
 
 
 def _int_label(sample: Sample) -> int:

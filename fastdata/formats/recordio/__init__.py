@@ -5,38 +5,66 @@
 - :class:`IRHeader`, :func:`pack`, :func:`unpack`: MXNet's image-record header.
 - :func:`build_index`: the ``.idx`` of a ``.rec`` that has none.
 - :func:`read_lst`, :func:`write_lst`: im2rec's list files.
-- :func:`write_shard`, :func:`open_shard`, :data:`FORMAT`: image samples for
-  the format registry; ``finalize`` writes ``dali.idx``, the single index
-  DALI's ``fn.readers.mxnet`` needs for a multi-shard dataset.
+- :func:`write_shard`, :func:`open_shard` (a :class:`ShardReader`),
+  :data:`FORMAT`: image samples for the format registry; ``finalize`` writes
+  ``dali.idx``, the single index DALI's ``fn.readers.mxnet`` needs for a
+  multi-shard dataset. The registry's other hooks are in ``tools.py``.
 
 The byte layout is in ``spec.md`` beside this file.
 """
 
+from ..hooks import DALIReader, IndexHook
 from ..registry import FormatSpec
-from ._framing import MAGIC
-from .index import build_index, parse_index, write_index
+from . import tools
+from .framing import MAGIC
+from .index import build_index, default_index_path, parse_index, write_index
 from .irheader import IRHeader, pack, unpack
-from .lst import read_lst, write_lst
+from .lst import class_names, read_lst, write_lst
 from .reader import Reader
-from .shard import DALI_INDEX, ImageRecordReader, finalize, open_shard, write_dali_index, write_shard
+from .shards import (
+    DALI_INDEX,
+    ImageRecordReader,
+    RecordIOOptions,
+    ShardReader,
+    finalize,
+    open_shard,
+    write_dali_index,
+    write_shard,
+)
 from .writer import Writer
 
 FORMAT = FormatSpec(
     name="recordio",
-    suffix=".rec",
+    title="a RecordIO file",
+    recognised_by="magic 0a23d7ce, or a .rec name",
+    suffixes=(".rec",),
+    data_name=None,
     write_shard=write_shard,
     open_shard=open_shard,
+    options=RecordIOOptions,
+    sniff=tools.sniff,
+    claim=tools.claim,
+    framing=(range(0, 8),),  # magic word and lrecord (continuation flag + length)
+    label_vectors=True,
+    dali=DALIReader(reader="mxnet", index_paths=tools.dali_index_paths),
+    inspect=tools.inspect,
+    verify=tools.verify,
+    index=IndexHook(path=default_index_path, build=tools.build),
     label_base=0,
     finalize=finalize,
+    check_finalized=tools.check_finalized,
+    class_names=class_names,
 )
 
 __all__ = [
     "DALI_INDEX",
     "FORMAT",
-    "MAGIC",
     "IRHeader",
     "ImageRecordReader",
+    "MAGIC",
     "Reader",
+    "RecordIOOptions",
+    "ShardReader",
     "Writer",
     "build_index",
     "finalize",

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import FormatError
-from . import _framing
-from ._framing import HEADER_SIZE
+from . import framing
+from .framing import HEADER_SIZE
 
 _MAX_FAST_DIGITS = 18  # int64 holds any 18-digit decimal
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -153,7 +153,7 @@ def scan(buf, size: int, path: str) -> np.ndarray:
     pos = 0
     while pos < size:
         starts.append(pos)
-        pos = _framing.walk(buf, pos, size, path, key=len(starts) - 1)[1]
+        pos = framing.walk(buf, pos, size, path, key=len(starts) - 1)[1]
     return np.array(starts, dtype=np.int64)
 
 
@@ -206,12 +206,12 @@ def build_index(
 
 
 def _record_id(buf, start: int, size: int, rec: str, position: int) -> int:
-    spans, _ = _framing.walk(buf, start, size, rec, key=position)
+    spans, _ = framing.walk(buf, start, size, rec, key=position)
     if len(spans) == 1:
         first, stop = spans[0]
         head = bytes(buf[first : min(stop, first + _IR_ID + 8)])
     else:
-        head = _framing.join(buf, spans)[: _IR_ID + 8]
+        head = framing.join(buf, spans)[: _IR_ID + 8]
     if len(head) < _IR_ID + 8:
         raise FormatError(
             "record too short to hold an IRHeader, so it has no id to key it by",

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 import numpy as np
 
 from ...errors import FormatError
-from . import _framing
+from . import framing
 from . import index as _index
-from ._framing import HEADER, LENGTH_BITS, MAGIC
-from ._framing import PADDING as _PADDING
+from .framing import HEADER, LENGTH_BITS, MAGIC
+from .framing import PADDING as _PADDING
 
 _getpid = os.getpid
 _unpack_header = HEADER.unpack_from
@@ -149,7 +149,7 @@ class Reader:
     def _read_slow(self, i: int) -> bytes:
         start, stop = self._offs[i], self._offs[i + 1]
         key = int(self._keys[i])
-        spans, end = _framing.walk(self._mm, start, self._size, self.rec, key=key)
+        spans, end = framing.walk(self._mm, start, self._size, self.rec, key=key)
         if end != stop:
             raise FormatError(
                 f"record ends at byte {end} but the next record starts at {stop}",
@@ -157,7 +157,7 @@ class Reader:
                 hint="a damaged length field, or an index that does not list every record; "
                 "rebuild the index with fastdata.formats.recordio.build_index",
             )
-        return _framing.join(self._mm, spans)
+        return framing.join(self._mm, spans)
 
     def __iter__(self) -> Iterator[bytes]:
         for i in range(len(self)):

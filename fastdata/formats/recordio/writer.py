@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from ...errors import ConfigError
-from . import _framing
+from . import framing
 from . import index as _index
 
 
@@ -40,10 +40,6 @@ class Writer:
         """Records written so far."""
         return len(self._keys)
 
-    def tell(self) -> int:
-        """Byte offset the next record will start at."""
-        return self._pos
-
     def write(self, payload: bytes | bytearray | memoryview, key: int | None = None) -> int:
         """Append one record.
 
@@ -66,7 +62,7 @@ class Writer:
         key = len(self._keys) if key is None else operator.index(key)
         if key in self._keys:
             raise ConfigError(f"{self.rec}: key {key} is already used; .idx keys must be unique")
-        chunks = _framing.frame(payload)
+        chunks = framing.frame(payload)
         offset = self._pos
         write = self._rec.write
         for chunk in chunks:

@@ -13,7 +13,7 @@ from collections.abc import Collection
 import numpy as np
 
 from ...errors import FormatError
-from .._protowire import FIXED32, FIXED64, LEN, VARINT, decode_varint
+from .._protowire import FIXED32, FIXED64, LEN, VARINT, decode_varint, packed_varints
 
 BYTES, FLOAT, INT64 = "bytes", "float", "int64"
 _KIND_OF_FIELD = {1: BYTES, 2: FLOAT, 3: INT64}
@@ -24,21 +24,11 @@ SEQUENCE_HINT = (
 )
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    b = buf[pos]
-    if b < 0x80:  # one- and two-byte varints are by far the most common: skip the general loop
-        return b, pos + 1
-    c = buf[pos + 1]
-    if c < 0x80:
-        return (b & 0x7F) | (c << 7), pos + 2
-    return decode_varint(buf, pos)
-
-
 def _skip(buf: bytes, pos: int, wire_type: int) -> int:
     if wire_type == VARINT:
         return decode_varint(buf, pos)[1]
     if wire_type == LEN:
-        n, pos = _varint(buf, pos)
+        n, pos = decode_varint(buf, pos)
         return pos + n
     if wire_type == FIXED32:
         return pos + 4
@@ -48,36 +38,10 @@ def _skip(buf: bytes, pos: int, wire_type: int) -> int:
 
 
 def _len_end(buf: bytes, pos: int, end: int) -> tuple[int, int]:
-    n, pos = _varint(buf, pos)
+    n, pos = decode_varint(buf, pos)
     if pos + n > end:
         raise FormatError(f"malformed protobuf: a field claims {n} bytes, {end - pos} left")
     return pos, pos + n
-
-
-def _packed_varints(chunk: bytes) -> np.ndarray:
-    """Decode concatenated varints into int64 (two's complement, as int64_list stores negatives)."""
-    if len(chunk) <= 16:  # a few values: a Python loop beats numpy's per-call overhead
-        values = []
-        pos = 0
-        try:
-            while pos < len(chunk):
-                value, pos = _varint(chunk, pos)
-                values.append(value & 0xFFFFFFFFFFFFFFFF)
-        except IndexError:
-            raise FormatError("malformed protobuf: truncated varint in a packed int64 list") from None
-        return np.array(values, np.uint64).view(np.int64)
-    a = np.frombuffer(chunk, np.uint8)
-    last = a < 0x80
-    if not last[-1]:
-        raise FormatError("malformed protobuf: truncated varint in a packed int64 list")
-    ends = np.flatnonzero(last)
-    starts = np.concatenate(([0], ends[:-1] + 1))
-    lengths = ends - starts + 1
-    if lengths.max() > 10:
-        raise FormatError("malformed protobuf: varint longer than 10 bytes")
-    shift = (np.arange(len(a)) - np.repeat(starts, lengths)) * 7
-    parts = (a & 0x7F).astype(np.uint64) << shift.astype(np.uint64)
-    return np.bitwise_or.reduceat(parts, starts).view(np.int64)
 
 
 def int64_list(chunks: list[bytes]) -> list[int]:
@@ -87,13 +51,10 @@ def int64_list(chunks: list[bytes]) -> list[int]:
         return [raw[0]]
     out = []
     pos = 0
-    try:
-        while pos < len(raw):
-            value, pos = _varint(raw, pos)
-            value &= 0xFFFFFFFFFFFFFFFF  # a 10th varint byte may carry bits past 64: protobuf drops them
-            out.append(value - (1 << 64) if value >= 1 << 63 else value)
-    except IndexError:
-        raise FormatError("malformed protobuf: truncated varint in a packed int64 list") from None
+    while pos < len(raw):
+        value, pos = decode_varint(raw, pos)
+        value &= 0xFFFFFFFFFFFFFFFF  # a 10th varint byte may carry bits past 64: protobuf drops them
+        out.append(value - (1 << 64) if value >= 1 << 63 else value)
     return out
 
 
@@ -105,7 +66,7 @@ def _list_values(buf: bytes, start: int, end: int, kind: str, out: list) -> None
     """
     pos = start
     while pos < end:
-        key, pos = _varint(buf, pos)
+        key, pos = decode_varint(buf, pos)
         if key >> 3 != 1:
             pos = _skip(buf, pos, key & 7)
             continue
@@ -137,16 +98,16 @@ def _feature(buf: bytes, start: int, end: int) -> tuple[str | None, list]:
     """Parse a Feature message into ``(kind, chunks)``; kind is None for an empty Feature."""
     kind = _KIND_OF_TAG.get(buf[start]) if start < end else None
     if kind is not None:  # fast path: one list holding one value (or one packed run)
-        n, s = _varint(buf, start + 1)
+        n, s = decode_varint(buf, start + 1)
         if s + n == end and s < end and buf[s] == 0x0A:
-            m, v = _varint(buf, s + 1)
+            m, v = decode_varint(buf, s + 1)
             if v + m == end and (kind != FLOAT or m % 4 == 0):
                 return kind, [buf[v:end]]
     kind = None
     chunks: list = []
     pos = start
     while pos < end:
-        key, pos = _varint(buf, pos)
+        key, pos = decode_varint(buf, pos)
         field = key >> 3
         if field in _KIND_OF_FIELD and key & 7 == LEN:
             s, pos = _len_end(buf, pos, end)
@@ -167,7 +128,7 @@ def _value(kind: str | None, chunks: list):
     raw = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     if kind == FLOAT:
         return np.frombuffer(raw, "<f4").astype(np.float32)
-    return _packed_varints(raw)
+    return packed_varints(raw)
 
 
 def _map_entries(buf: bytes, start: int, end: int) -> list[tuple[bytes, bytes, int, int]]:
@@ -181,10 +142,10 @@ def _map_entries(buf: bytes, start: int, end: int) -> list[tuple[bytes, bytes, i
     pos = start
     while pos < end:
         if buf[pos] != 0x0A:  # not field 1 (LEN): skip it
-            key, pos = _varint(buf, pos)
+            key, pos = decode_varint(buf, pos)
             pos = _skip(buf, pos, key & 7)
             continue
-        n, s = _varint(buf, pos + 1)
+        n, s = decode_varint(buf, pos + 1)
         pos = s + n
         if pos > end:
             raise FormatError(f"malformed protobuf: a map entry claims {n} bytes, {end - s} left")
@@ -192,7 +153,7 @@ def _map_entries(buf: bytes, start: int, end: int) -> list[tuple[bytes, bytes, i
         if pos - s > 2 and buf[s] == 0x0A and buf[s + 1] < 0x80:
             ke = s + 2 + buf[s + 1]
             if ke < pos and buf[ke] == 0x12:
-                n, vs = _varint(buf, ke + 1)
+                n, vs = decode_varint(buf, ke + 1)
                 if vs + n == pos:
                     out.append((buf[s + 2 : ke], buf, vs, pos))
                     continue
@@ -206,7 +167,7 @@ def _entry(buf: bytes, start: int, end: int) -> tuple[bytes, bytes, int, int]:
     name, ranges = b"", []
     p = start
     while p < end:
-        k, p = _varint(buf, p)
+        k, p = decode_varint(buf, p)
         if k == 0x0A:
             a, p = _len_end(buf, p, end)
             name = buf[a:p]
@@ -236,7 +197,7 @@ def _feature_lists(buf: bytes, start: int, end: int, out: dict) -> None:
         steps = []
         pos = vs
         while pos < ve:
-            key, pos = _varint(vbuf, pos)
+            key, pos = decode_varint(vbuf, pos)
             if key == 0x0A:
                 s, pos = _len_end(vbuf, pos, ve)
                 steps.append(_value(*_feature(vbuf, s, pos)))
@@ -253,7 +214,7 @@ def _top(record: bytes, wanted: Collection[bytes] | None, sequence: bool) -> tup
     pos = 0
     try:
         while pos < end:
-            key, pos = _varint(record, pos)
+            key, pos = decode_varint(record, pos)
             if key == 0x0A:
                 s, pos = _len_end(record, pos, end)
                 _features(record, s, pos, context, wanted)
@@ -311,7 +272,7 @@ def is_sequence_example(record: bytes | bytearray | memoryview) -> bool:
     pos, end = 0, len(buf)
     try:
         while pos < end:
-            key, pos = _varint(buf, pos)
+            key, pos = decode_varint(buf, pos)
             if key == 0x12:
                 return True
             pos = _skip(buf, pos, key & 7)
@@ -331,12 +292,12 @@ def find_features(record: bytes, names: Collection[bytes]) -> dict[bytes, tuple[
     out: dict = {}
     try:
         if end and record[0] == 0x0A:
-            n, pos = _varint(record, 1)
+            n, pos = decode_varint(record, 1)
             if pos + n == end:
                 while pos < end:
                     if record[pos] != 0x0A:
                         break
-                    n, s = _varint(record, pos + 1)
+                    n, s = decode_varint(record, pos + 1)
                     pos = s + n
                     if pos > end or record[s] != 0x0A or record[s + 1] >= 0x80:
                         break
@@ -345,7 +306,7 @@ def find_features(record: bytes, names: Collection[bytes]) -> dict[bytes, tuple[
                         break
                     name = record[s + 2 : ke]
                     if name in names:
-                        n, vs = _varint(record, ke + 1)
+                        n, vs = decode_varint(record, ke + 1)
                         if vs + n != pos:
                             break
                         out[name] = _feature(record, vs, pos)

@@ -20,13 +20,17 @@ fixed key order rules out a repeated image or label key.
 from __future__ import annotations
 
 from ...errors import FormatError
-from .example_parse import _varint
+from .._protowire import decode_varint as _varint
+from .features import WRITE_ORDER
 
-# Key field (tag 1, length, name) plus the value field's tag, for each entry in write order.
-_IMAGE = b"\n\x0dimage/encoded\x12"
-_FORMAT = b"\n\x0cimage/format\x12"
-_LABEL = b"\n\x11image/class/label\x12"
-_TAIL = (b"\n\x10image/class/text\x12", b"\n\x0eimage/filename\x12", b"\n\x0cimage/height\x12", b"\n\x0bimage/width\x12")
+
+def _key_field(name: str) -> bytes:
+    """A map entry's key field (tag 1, length, name) plus its value field's tag."""
+    return b"\n" + bytes([len(name)]) + name.encode() + b"\x12"
+
+
+# Each entry's head, in write order: image, format, label, then the rest.
+_IMAGE, _FORMAT, _LABEL, *_TAIL = (_key_field(name) for name in WRITE_ORDER)
 
 
 def _entry_prefixes(head: bytes, label: bool = False) -> tuple[bytes, ...]:

@@ -8,18 +8,17 @@ import struct
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-import crc32c
 import numpy as np
 
 from ...errors import ConfigError, FormatError
 from . import compression as _compression
 from .framing import (
     HEADER,
-    MASK_DELTA,
     OVERHEAD,
     check_header,
     data_crc_error,
     iter_stream,
+    masked_crc,
     scan,
 )
 from .index import check_index, default_index_path, read_index
@@ -30,7 +29,6 @@ if TYPE_CHECKING:
 _unpack_header = struct.Struct("<QI").unpack_from
 _unpack_u32 = struct.Struct("<I").unpack_from
 _pack_u64 = struct.Struct("<Q").pack
-_crc32c = crc32c.crc32c
 
 # The header CRC covers only the length, which the index already gives: look
 # the expected value up instead of slicing and hashing 8 bytes per read.
@@ -39,8 +37,7 @@ _LENGTH_CRCS: dict[int, int] = {}
 
 def _length_crc(length: int) -> int:
     """Masked CRC-32C of ``length`` as 8 little-endian bytes (memoised, bounded)."""
-    crc = _crc32c(_pack_u64(length))
-    crc = (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF
+    crc = masked_crc(_pack_u64(length))
     if len(_LENGTH_CRCS) >= 1 << 16:
         _LENGTH_CRCS.clear()
     _LENGTH_CRCS[length] = crc
@@ -222,8 +219,7 @@ class Reader:
         if stored_length != length or crc != stored:
             self._raise_header(offset, length)
         data = mm[start : start + length]
-        crc = _crc32c(data)
-        crc = (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF
+        crc = masked_crc(data)
         (stored,) = _unpack_u32(mm, start + length)
         if crc != stored:
             raise data_crc_error(self.path, offset, stored, crc)

@@ -1,6 +1,6 @@
 """Image-classification shards in TensorFlow's ImageNet layout (``tf.train.Example`` keys
-``image/encoded``, ``image/class/label``, ...), readable by TensorFlow, DALI and the
-``tfrecord`` package.
+``image/encoded``, ``image/class/label``, ...: :mod:`.features`), readable by TensorFlow,
+DALI and the ``tfrecord`` package.
 
 Labels follow TensorFlow's ImageNet convention: a class index ``c`` is stored as
 ``c + 1`` (0 is "background"/unused), so :data:`LABEL_BASE` is 1 and readers
@@ -9,14 +9,19 @@ subtract it. A label *vector* is stored as a float_list as given, never shifted.
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ...errors import ConfigError, FormatError
 from .._atomic import commit, partial_path, remove, sha256_file
+from ..hooks import ReaderOptions
+from ..images import image_kind
+from ..manifest import Manifest
 from ..sample import Label, Sample, ShardInfo
 from .example_encode import encode_example
 from .example_parse import (
@@ -29,33 +34,18 @@ from .example_parse import (
     parse_example,
 )
 from .fastpath import image_and_label
+from .features import FILENAME_KEY, FORMAT_KEY, HEIGHT_KEY, IMAGE_KEY, LABEL_BASE, LABEL_KEY, TEXT_KEY, WIDTH_KEY
 from .index import default_index_path
 from .reader import Reader
 from .writer import Writer
 
-IMAGE_KEY = "image/encoded"
-LABEL_KEY = "image/class/label"
-LABEL_BASE = 1
-
-_MAGIC = (
-    (b"\xff\xd8\xff", b"JPEG"),
-    (b"\x89PNG\r\n\x1a\n", b"PNG"),
-    (b"GIF87a", b"GIF"),
-    (b"GIF89a", b"GIF"),
-    (b"BM", b"BMP"),
-    (b"II*\x00", b"TIFF"),
-    (b"MM\x00*", b"TIFF"),
-)
+_FORMAT_NAMES = ("JPEG", "PNG", "GIF", "BMP", "TIFF", "WEBP")  # what image/format may say
 
 
 def image_format(image: bytes) -> bytes:
     """``b"JPEG"``, ``b"PNG"``, ``b"GIF"``, ``b"BMP"``, ``b"TIFF"``, ``b"WEBP"`` from the magic bytes, else ``b""``."""
-    if image[:4] == b"RIFF" and image[8:12] == b"WEBP":
-        return b"WEBP"
-    for magic, name in _MAGIC:
-        if image[: len(magic)] == magic:
-            return name
-    return b""
+    kind = image_kind(image)
+    return kind.encode() if kind in _FORMAT_NAMES else b""
 
 
 def encode_sample(sample: Sample) -> bytes:
@@ -76,12 +66,12 @@ def encode_sample(sample: Sample) -> bytes:
     return encode_example(
         {
             IMAGE_KEY: bytes(sample.image),
-            "image/format": image_format(sample.image),
+            FORMAT_KEY: image_format(sample.image),
             LABEL_KEY: stored,
-            "image/class/text": sample.class_text,
-            "image/filename": sample.filename,
-            "image/height": int(sample.height),
-            "image/width": int(sample.width),
+            TEXT_KEY: sample.class_text,
+            FILENAME_KEY: sample.filename,
+            HEIGHT_KEY: int(sample.height),
+            WIDTH_KEY: int(sample.width),
         },
         kinds={LABEL_KEY: kind},
     )
@@ -111,7 +101,7 @@ def write_shard(path: str | os.PathLike[str], samples: Iterable[Sample]) -> Shar
     return ShardInfo(file=path.name, records=len(writer), bytes=path.stat().st_size, sha256=sha256_file(path), index=index.name)
 
 
-class TFRecordShard:
+class ShardReader:
     """A TFRecord file seen as ``(image_bytes, label)`` samples (a :class:`SampleReader`).
 
     See :func:`open_shard` for the arguments. ``sample(i)`` needs an
@@ -199,7 +189,7 @@ class TFRecordShard:
         return FormatError(message, path=self.path, offset=offset, key=key, hint=hint)
 
     def __repr__(self) -> str:
-        return f"TFRecordShard({self.path!r}, image_key={self.image_key!r}, label_key={self.label_key!r}, label_base={self.label_base})"
+        return f"ShardReader({self.path!r}, image_key={self.image_key!r}, label_key={self.label_key!r}, label_base={self.label_base})"
 
 
 def open_shard(
@@ -210,7 +200,7 @@ def open_shard(
     label_base: int | None = None,
     index: str | os.PathLike[str] | None = None,
     **opts,
-) -> TFRecordShard:
+) -> ShardReader:
     """Open a TFRecord file of image Examples as a :class:`SampleReader`.
 
     Args:
@@ -232,4 +222,55 @@ def open_shard(
     not shifted; a single stored label below ``label_base`` raises
     FormatError (the hint says to pass ``label_base=0``).
     """
-    return TFRecordShard(path, image_key=image_key, label_key=label_key, label_base=label_base, index=index, **opts)
+    return ShardReader(path, image_key=image_key, label_key=label_key, label_base=label_base, index=index, **opts)
+
+
+TFRecordShard = ShardReader  # its former name, kept importable
+
+
+@dataclasses.dataclass(frozen=True)
+class TFRecordOptions(ReaderOptions):
+    """The keywords TFRecord datasets take.
+
+    Attributes:
+        image_key: the feature holding the encoded image.
+        label_key: the int64 feature holding the class label.
+        label_base: the stored label of class 0, subtracted so targets are
+            0-based. Default: the manifest's for a converted directory; for
+            other files 1 under ``"image/class/label"`` (TensorFlow's ImageNet
+            scripts store 1..1000) and 0 under any other key. Pass 0 for files
+            that store 0-based labels: a stored label below the base raises
+            FormatError saying so.
+    """
+
+    image_key: str = IMAGE_KEY
+    label_key: str = LABEL_KEY
+    label_base: int | None = None
+
+    def open_options(self, manifest: Manifest | None) -> dict[str, Any]:
+        base = self.label_base
+        if base is None and manifest is not None:
+            base = manifest.label_base
+        # None for foreign files: the reader applies TensorFlow's ImageNet rule
+        return {"image_key": self.image_key, "label_key": self.label_key, "label_base": base}
+
+
+def class_names(readers: Sequence[ShardReader]) -> list[str] | None:
+    """Class names of foreign files from each record's ``image/class/text``
+    (one pass over the files), or None when a class has no text or two texts."""
+    names: dict[int, str] = {}
+    for reader in readers:
+        for i in range(len(reader)):
+            try:
+                example = parse_example(reader.reader[i])
+            except FormatError:
+                return None
+            label, text = example.get(reader.label_key), example.get(TEXT_KEY)
+            if label is None or text is None or len(label) != 1 or len(text) != 1:
+                return None
+            name = bytes(text[0]).decode("utf-8", "replace")
+            if names.setdefault(int(label[0]) - reader.label_base, name) != name:
+                return None
+    if sorted(names) != list(range(len(names))):
+        return None
+    return [names[i] for i in range(len(names))]

@@ -1,8 +1,9 @@
 """Image samples in RecordIO shards: the registry's ``write_shard``,
-``open_shard`` and ``finalize`` (the one DALI index over all shards)."""
+``open_shard``, options and ``finalize`` (the one DALI index over all shards)."""
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 import os
 from collections.abc import Iterable
@@ -13,6 +14,7 @@ import numpy as np
 
 from ...errors import FormatError
 from .._atomic import commit, partial_path, remove, sha256_file
+from ..hooks import ReaderOptions
 from ..sample import Label, Sample, ShardInfo
 from .index import default_index_path
 from .irheader import IR_FORMAT, IR_SIZE, IRHeader, pack, unpack
@@ -20,6 +22,7 @@ from .reader import Reader
 from .writer import Writer
 
 DALI_INDEX = "dali.idx"
+DALI_INDEX_KEY = "dali_index"  # the manifest.extra entry naming it
 
 _unpack_ir = IR_FORMAT.unpack_from
 
@@ -64,7 +67,7 @@ def write_shard(path: str | os.PathLike[str], samples: Iterable[Sample]) -> Shar
     return ShardInfo(file=rec.name, records=count, bytes=rec.stat().st_size, sha256=sha256_file(rec), index=idx.name)
 
 
-class ImageRecordReader:
+class ShardReader:
     """One RecordIO shard as ``(image_bytes, label)`` samples.
 
     Reads shards from :func:`write_shard` and foreign im2rec files alike.
@@ -122,12 +125,21 @@ class ImageRecordReader:
         )
 
     def __repr__(self) -> str:
-        return f"ImageRecordReader({self.records.rec!r}, {len(self)} records)"
+        return f"ShardReader({self.records.rec!r}, {len(self)} records)"
 
 
-def open_shard(path: str | os.PathLike[str], *, index: str | os.PathLike[str] | None = None) -> ImageRecordReader:
+ImageRecordReader = ShardReader  # its former name, kept importable
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordIOOptions(ReaderOptions):
+    """RecordIO datasets take no options beyond the common ones: the ``.idx``
+    beside each ``.rec`` is used (see :class:`Reader`)."""
+
+
+def open_shard(path: str | os.PathLike[str], *, index: str | os.PathLike[str] | None = None) -> ShardReader:
     """Open a ``.rec`` shard (fastdata's or im2rec's) as a SampleReader."""
-    return ImageRecordReader(path, index)
+    return ShardReader(path, index)
 
 
 def write_dali_index(directory: str | os.PathLike[str], shards: list[ShardInfo], name: str = DALI_INDEX) -> Path:
@@ -175,4 +187,4 @@ def finalize(directory: str | os.PathLike[str], manifest: Any) -> dict[str, Any]
     if not manifest.num_samples:
         return {}
     write_dali_index(directory, manifest.shards, DALI_INDEX)
-    return {"dali_index": DALI_INDEX}
+    return {DALI_INDEX_KEY: DALI_INDEX}

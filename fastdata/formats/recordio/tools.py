@@ -1,0 +1,160 @@
+"""RecordIO's hooks for the registry: detection, ``fastdata inspect`` /
+``verify`` / ``index`` of a single ``.rec``, and what DALI's mxnet reader needs."""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ...errors import FastDataError, FormatError
+from ..hooks import Detected, FileCheck, Inspected, Problem, existing, json_label
+from ..images import image_kind
+from ..manifest import MANIFEST_NAME, Manifest
+from .framing import HEADER, LENGTH_BITS, LENGTH_MASK, MAGIC, MAGIC_BYTES
+from .index import build_index, default_index_path, parse_index
+from .irheader import IR_SIZE, unpack
+from .reader import Reader
+from .shards import DALI_INDEX_KEY
+
+
+def sniff(head: bytes) -> bool:
+    """A RecordIO file starts with the magic word."""
+    return head[:4] == MAGIC_BYTES
+
+
+def claim(path: Path) -> Detected | None:
+    """The ``.rec`` beside a given ``.idx``."""
+    rec = path.with_suffix(".rec")
+    if path.suffix == ".idx" and rec.is_file():
+        return Detected("recordio", rec, data_file=rec)
+    return None
+
+
+def inspect(found: Detected, n: int) -> tuple[int, list[Inspected]]:
+    """Record count and the first ``n`` records: key, offset, IRHeader, image."""
+    reader = Reader(found.data_file)
+    shown = []
+    for i in range(min(n, len(reader))):
+        payload = reader[i]
+        fields: dict[str, Any] = {"position": i, "key": int(reader.key(i)), "offset": int(reader.offset(i)), "bytes": len(payload)}
+        try:
+            header, image = unpack(payload)
+        except FastDataError:
+            fields["payload"] = f"not an image record (shorter than the {IR_SIZE}-byte IRHeader)"
+            shown.append(Inspected(fields))
+            continue
+        fields |= {"flag": header.flag, "label": json_label(header.label), "id": int(header.id), "image_bytes": len(image)}
+        shown.append(Inspected(fields, image))
+    count = len(reader)
+    reader.close()
+    return count, shown
+
+
+class PayloadReader:
+    """A foreign ``.rec`` whose payloads may not be image records, for ``verify``:
+    ``sample(j)`` reads record ``j`` (framing checked) and gives ``(image, None)``,
+    the image None when the payload is no IRHeader + image file."""
+
+    def __init__(self, rec: str | os.PathLike[str]) -> None:
+        self.records = Reader(rec)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def sample(self, j: int) -> tuple[bytes | None, None]:
+        payload = self.records[j]  # raises FormatError for damaged framing
+        try:
+            image = unpack(payload)[1]
+        except FastDataError:
+            return None, None  # not an image record: framing is all there is to check
+        return (image if image_kind(image) != "?" else None), None
+
+    def close(self) -> None:
+        self.records.close()
+
+
+def verify(found: Detected) -> FileCheck:
+    """An existing ``.idx`` must agree with a fresh scan; then every record is read."""
+    rec = found.data_file
+    idx = default_index_path(rec)
+    if not idx.is_file():
+        return FileCheck(records=functools.partial(PayloadReader, rec))
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            scanned = parse_index(build_index(rec, Path(tmp) / "scan.idx"))[1]
+        except FastDataError as exc:
+            return FileCheck(problems=((rec, f"scanning the file: {exc}"),))
+    problems: tuple[Problem, ...] = ()
+    try:
+        listed = parse_index(idx)[1]
+    except FastDataError as exc:
+        problems = ((idx, str(exc)),)
+    else:
+        if sorted(listed.tolist()) != scanned.tolist():
+            problems = ((idx, f"lists {len(listed)} record offsets; the file holds {len(scanned)} records at other offsets"),)
+    return FileCheck(problems=problems, records=functools.partial(PayloadReader, rec))
+
+
+def build(found: Detected, out: Path) -> str:
+    """Write the ``.idx`` of ``found`` to ``out``: keyed by IRHeader ids when
+    the file holds image records (as im2rec writes them), else by position."""
+    keys = "id" if _holds_images(found.data_file) else "position"
+    build_index(found.data_file, out, keys=keys)
+    return f"keys = {'IRHeader ids' if keys == 'id' else 'record positions'}"
+
+
+def _holds_images(rec: Path) -> bool:
+    """Whether the first record is an image record (IRHeader, labels, then an image file).
+
+    Reads the first record's framing directly: an existing ``.idx`` may be
+    the stale one being replaced, so no Reader (which would trust it) is used.
+    """
+    with open(rec, "rb") as f:
+        head = f.read(HEADER.size)
+        if len(head) < HEADER.size:
+            return False
+        magic, lrecord = HEADER.unpack(head)
+        if magic != MAGIC or lrecord >> LENGTH_BITS != 0:  # split record (holds the magic word): not worth guessing
+            return False
+        payload = f.read(min(lrecord & LENGTH_MASK, 1 << 16))
+    if len(payload) < IR_SIZE:
+        return False
+    flag = int.from_bytes(payload[:4], "little")
+    start = IR_SIZE + 4 * flag
+    return start < len(payload) and image_kind(payload[start:]) != "?"
+
+
+def dali_index_paths(directory: Path, manifest: Manifest) -> tuple[str, ...]:
+    """The one index over all shards that DALI's mxnet reader takes."""
+    # Its offsets count from the start of the concatenated .rec files; the
+    # per-shard .idx files do not do.
+    name = manifest.extra.get(DALI_INDEX_KEY)
+    if not name:
+        raise FormatError(
+            f"{MANIFEST_NAME} names no DALI index (extra.{DALI_INDEX_KEY})",
+            path=directory,
+            hint="DALI needs one index over all .rec shards, written at conversion time: re-run the conversion",
+        )
+    hint = (
+        "DALI needs this one index over all .rec shards: rebuild it with "
+        f"fastdata.formats.recordio.write_dali_index(directory, Manifest.read(directory).shards, {name!r})"
+    )
+    return (existing(directory / name, "DALI index", hint),)
+
+
+def check_finalized(directory: Path, manifest: Manifest) -> list[Problem]:
+    """The DALI index ``finalize`` wrote has one entry per record."""
+    name = manifest.extra.get(DALI_INDEX_KEY)
+    if not name:
+        return []
+    path = Path(directory) / name
+    if not path.is_file():
+        return [(path, "the DALI index named in the manifest is missing")]
+    lines = [ln for ln in path.read_text(encoding="ascii", errors="replace").splitlines() if ln.strip()]
+    if len(lines) != manifest.num_samples:
+        return [(path, f"has {len(lines)} entries for {manifest.num_samples} records")]
+    return []
+
