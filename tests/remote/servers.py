@@ -107,10 +107,10 @@ class SeaweedS3(Server):
         return [
             self.binary, "server", "-dir=data", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}", "-master.telemetry=false",
             f"-master.port={p['master']}", f"-master.port.grpc={p['mgrpc']}",
-            f"-volume.port={p['volume']}", f"-volume.port.grpc={p['vgrpc']}", "-volume.max=8", "-volume.preStopSeconds=0",
+            f"-volume.port={p['volume']}", f"-volume.port.grpc={p['vgrpc']}", "-volume.max=100", "-volume.preStopSeconds=0",
             "-filer", f"-filer.port={p['filer']}", f"-filer.port.grpc={p['fgrpc']}",
             "-s3", f"-s3.port={p['s3']}", f"-s3.port.grpc={p['s3grpc']}", "-s3.port.iceberg=0", "-s3.port.lance=0",
-            "-s3.config=s3.json", "-master.volumeSizeLimitMB=64",
+            "-s3.config=s3.json", "-master.volumeSizeLimitMB=32",  # volumes are made 7 per bucket
             # a restart elects its (only) master in 0.5 s instead of 10 s
             "-master.electionTimeout=500ms", "-master.heartbeatInterval=200ms",
         ]

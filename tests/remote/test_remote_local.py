@@ -139,7 +139,7 @@ def _reader(local: str, barrier, out) -> None:
 def test_two_processes_on_one_machine_download_each_shard_once(tmp_path):
     make_dataset(tmp_path / "server", "recordio", n=40, shards=4, size=160)  # ~2 MB shards: downloads overlap
     local = localize(f"file://{tmp_path / 'server'}", cache_dir=tmp_path / "cache")
-    ctx = mp.get_context("spawn")
+    ctx = mp.get_context("fork")
     barrier, out = ctx.Barrier(3), ctx.Queue()
     procs = [ctx.Process(target=_reader, args=(local, barrier, out)) for _ in range(3)]
     for p in procs:
