@@ -12,7 +12,12 @@ import torch
 from ..errors import ConfigError
 from .prefetch import CUDAPrefetcher, per_channel
 
-__all__ = ["Prefetch", "Workers"]
+__all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "Prefetch", "Workers", "unit_channels"]
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+"""ImageNet's per-channel RGB mean and std in 0-1 units (torchvision's): the
+library's one definition, used by ``Prefetch`` users and ``fastdata.dali``."""
 
 _CONTEXTS = (None, "fork", "spawn", "forkserver")
 
@@ -21,6 +26,24 @@ def _default_count() -> int:
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     per_node = os.environ.get("LOCAL_WORLD_SIZE", "1")
     return max(1, min(8, cpus // (int(per_node) if per_node.isdigit() and int(per_node) > 0 else 1)))
+
+
+def unit_channels(owner: str, name: str, values: Sequence[float] | None, note: str = "") -> tuple[float, ...] | None:
+    """``values`` per channel (see :func:`per_channel`), refused when they look
+    like 0-255 units: every mean/std fastdata takes is in 0-1 units.
+
+    Args:
+        owner: what took them, for the message (``"Prefetch"``).
+        name: ``"mean"`` or ``"std"``.
+        note: said after the unit, e.g. that the unit changed.
+    """
+    out = per_channel(name, values)
+    if out is not None and max(abs(v) for v in out) > 1.0:
+        raise ConfigError(
+            f"{owner}({name}={out}) looks like 0-255 units; {owner} takes 0-1 units{note} "
+            f"(divide by 255: ImageNet is mean={IMAGENET_MEAN}, std={IMAGENET_STD})"
+        )
+    return out
 
 
 @dataclass(frozen=True)
@@ -106,15 +129,8 @@ class Prefetch:
     memory_format: torch.memory_format = torch.contiguous_format
 
     def __post_init__(self) -> None:
-        mean, std = per_channel("mean", self.mean), per_channel("std", self.std)
-        for name, values in (("mean", mean), ("std", std)):
-            if values is not None and max(abs(v) for v in values) > 1.0:
-                raise ConfigError(
-                    f"Prefetch({name}={values}) looks like 0-255 units; Prefetch takes 0-1 units "
-                    "(divide by 255: ImageNet is mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225))"
-                )
-        object.__setattr__(self, "mean", mean)
-        object.__setattr__(self, "std", std)
+        object.__setattr__(self, "mean", unit_channels("Prefetch", "mean", self.mean))
+        object.__setattr__(self, "std", unit_channels("Prefetch", "std", self.std))
 
     def target(self) -> torch.device:
         """The device batches go to."""
