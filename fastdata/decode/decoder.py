@@ -140,12 +140,7 @@ def _decode_jpeg(
     data: bytes, info: ImageInfo, box: tuple[float, float, float, float], min_size: Any, backend: str, label: str
 ) -> tuple[np.ndarray, int]:
     """The whole stored-frame image decoded at 1/n, and n."""
-    n = 1
-    if min_size is not None:
-        mh, mw = _pair(min_size, "min_size")
-        if info.orientation >= 5:
-            mh, mw = mw, mh
-        n = scale_denominator(box[2], box[3], mh, mw)
+    n = jpeg_scale(info, box, min_size)
     used, decoder = get_backend(backend)
     try:
         arr = decoder(data, info, n, label)
@@ -161,15 +156,36 @@ def _cover(
     arr: np.ndarray, box: tuple[float, float, float, float], info: ImageInfo, n: int
 ) -> tuple[np.ndarray, tuple[float, float, float, float]]:
     """Cut the decoded pixels covering stored ``box``, orient them, locate the box."""
+    (t, l, h, w), (y0, y1, x0, x1) = scaled_region(box, info, arr.shape[:2], n)
+    region = orient(arr[y0:y1, x0:x1], info.orientation)
+    sub = box_to_upright((t - y0, l - x0, h, w), info.orientation, region.shape[:2])
+    return region, sub
+
+
+def jpeg_scale(info: ImageInfo, box: tuple[float, float, float, float], min_size: Any) -> int:
+    """The DCT scale denominator that keeps stored ``box`` at least ``min_size``
+    (upright ``(height, width)`` or one int; ``None``: 1)."""
+    if min_size is None:
+        return 1
+    mh, mw = _pair(min_size, "min_size")
+    if info.orientation >= 5:
+        mh, mw = mw, mh
+    return scale_denominator(box[2], box[3], mh, mw)
+
+
+def scaled_region(
+    box: tuple[float, float, float, float], info: ImageInfo, decoded: tuple[int, int], n: int
+) -> tuple[tuple[float, float, float, float], tuple[int, int, int, int]]:
+    """Stored ``box`` in the pixels of a 1/n decode of size ``decoded``, and the
+    whole pixels covering it as ``(y0, y1, x0, x1)``. Shared by the compiled
+    crop decoder (``native.py``), so both cut the same pixels."""
     sh, sw = info.stored_size
-    dh, dw = arr.shape[:2]
+    dh, dw = decoded
     ry, rx = scaled_extent(sh, dh, n), scaled_extent(sw, dw, n)
     t, l, h, w = box[0] * ry, box[1] * rx, box[2] * ry, box[3] * rx
     y0, y1 = _enclose(t, h, dh)
     x0, x1 = _enclose(l, w, dw)
-    region = orient(arr[y0:y1, x0:x1], info.orientation)
-    sub = box_to_upright((t - y0, l - x0, h, w), info.orientation, region.shape[:2])
-    return region, sub
+    return (t, l, h, w), (y0, y1, x0, x1)
 
 
 def _enclose(start: float, length: float, limit: int) -> tuple[int, int]:

@@ -9,7 +9,10 @@ from typing import Any
 import numpy as np
 
 from ..decode import EncodedImage, ImageInfo, decode_region, decode_view, read_info
+from ..decode.native import decode_resized, wants_native
 from ..decode.pillow_image import to_rgb_array
+from ..decode.scaling import snap_box
+from .resampling import hflip, resize
 
 OUTPUTS = ("numpy", "tensor")
 
@@ -36,10 +39,12 @@ class Source:
     encoded input; arrays and PIL images are taken as they are).
     """
 
-    __slots__ = ("array", "backend", "encoded", "height", "info", "width")
+    __slots__ = ("array", "backend", "encoded", "height", "info", "native", "width")
 
     def __init__(self, image: Any, backend: str = "auto") -> None:
-        self.backend = backend
+        # "native" means the compiled crop decoder; its pure fallback is "auto".
+        self.native = wants_native(backend)
+        self.backend = "auto" if backend == "native" else backend
         self.encoded: EncodedImage | None = None
         self.info: ImageInfo | None = None
         self.array: np.ndarray | None = None
@@ -82,6 +87,34 @@ class Source:
             name=self.encoded.name or None,
             info=self.info,
         )
+
+    def resized(
+        self,
+        box: tuple[float, float, float, float],
+        size: tuple[int, int],
+        *,
+        min_size: tuple[int, int] | None = None,
+        snap: bool = True,
+        flip: bool = False,
+    ) -> np.ndarray:
+        """Upright ``box`` resized (antialiased) to ``size``, mirrored if ``flip``.
+
+        Encoded JPEGs go to the compiled crop decoder when it is in use
+        (see :func:`fastdata.decode.native_status`), everything else to
+        :meth:`region` + ``resize``. ``snap`` rounds the box's edges to whole
+        decoded pixels first (RandomResizedCrop); ``min_size`` as in :meth:`region`.
+        """
+        if self.native and self.encoded is not None:
+            whole = tuple(box) == (0, 0, self.height, self.width)
+            arr = decode_resized(
+                self.encoded.data, self.info, None if whole else box, size,  # type: ignore[arg-type]
+                min_size=min_size, snap=snap, flip=flip, name=self.encoded.name or None,
+            )
+            if arr is not None:
+                return arr
+        pixels, sub = self.region(box, min_size)
+        out = resize(pixels, size, box=snap_box(sub, pixels.shape[:2]) if snap else sub)
+        return hflip(out) if flip else out
 
     def full(self) -> np.ndarray:
         if self.encoded is None:

@@ -8,8 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from .base import Source, Transform, check_output, to_output
-from .crop import CenterCrop
+from .. import rng
+from .base import Source, Transform, check_output, dct_min_size, to_output
+from .crop import CenterCrop, RandomResizedCrop
+from .flip import RandomHorizontalFlip
 from .resizing import Resize, ResizedCenterCrop
 
 
@@ -18,7 +20,9 @@ class Compose(Transform):
 
     Decode-aware (``decode_aware`` is True) when the first transform is, so a
     dataset hands it an :class:`~fastdata.decode.EncodedImage`. An adjacent
-    ``Resize`` and ``CenterCrop`` run as one :class:`ResizedCenterCrop`.
+    ``Resize`` and ``CenterCrop`` run as one :class:`ResizedCenterCrop`, and
+    ``RandomResizedCrop`` then ``RandomHorizontalFlip`` as one step that
+    mirrors while resizing (same random draws, same pixels).
     Callables that are not fastdata transforms receive the current HWC uint8
     ndarray and may return anything; a non-array result is returned as is.
 
@@ -63,7 +67,26 @@ def _fuse(transforms: list[Callable[[Any], Any]]) -> list[Callable[[Any], Any]]:
         if type(t) is Resize and type(nxt) is CenterCrop:
             steps.append(ResizedCenterCrop(t.size, nxt.size, backend=t.backend))
             i += 2
+        elif type(t) is RandomResizedCrop and type(nxt) is RandomHorizontalFlip:
+            steps.append(_CropThenFlip(t, nxt))
+            i += 2
         else:
             steps.append(t)
             i += 1
     return steps
+
+
+class _CropThenFlip(Transform):
+    """RandomResizedCrop + RandomHorizontalFlip in one resize: the box is drawn,
+    then the flip, as the two steps draw them; the compiled decoder writes the
+    mirrored pixels directly."""
+
+    decode_aware = True
+
+    def __init__(self, crop: RandomResizedCrop, flip: RandomHorizontalFlip) -> None:
+        self.crop, self.flip, self.backend = crop, flip, crop.backend
+
+    def apply(self, src: Source) -> np.ndarray:
+        box = self.crop.get_params(src.height, src.width)
+        mirror = (self.flip.generator or rng.generator()).random() < self.flip.p
+        return src.resized(box, self.crop.size, min_size=dct_min_size(self.crop.size), snap=True, flip=mirror)

@@ -7,9 +7,7 @@ import math
 import numpy as np
 
 from .. import rng
-from ..decode.scaling import snap_box
 from .base import Source, Transform, as_size, check_output, dct_min_size
-from .resampling import resize
 
 Box = tuple[int, int, int, int]  # (top, left, height, width)
 
@@ -103,10 +101,10 @@ class RandomResizedCrop(Transform):
         return sample_resized_crop(height, width, self.scale, self.ratio, self.generator or rng.generator())
 
     def apply(self, src: Source) -> np.ndarray:
-        pixels, sub = src.region(self.get_params(src.height, src.width), min_size=dct_min_size(self.size))
         # At a DCT scale the box edges fall between decoded pixels; snapping them
         # (< 1 decoded pixel) keeps the fast resize and is just another random box.
-        return resize(pixels, self.size, box=snap_box(sub, pixels.shape[:2]))
+        box = self.get_params(src.height, src.width)
+        return src.resized(box, self.size, min_size=dct_min_size(self.size), snap=True)
 
     def __repr__(self) -> str:
         return f"RandomResizedCrop(size={self.size}, scale={self.scale}, ratio={tuple(round(r, 4) for r in self.ratio)})"
@@ -148,8 +146,7 @@ class CenterCrop(Transform):
     def apply(self, src: Source) -> np.ndarray:
         ch, cw = self.size
         if ch <= src.height and cw <= src.width:
-            pixels, _ = src.region(center_crop_box(src.height, src.width, self.size))
-            return pixels
+            return src.resized(center_crop_box(src.height, src.width, self.size), self.size)
         return center_crop_padded(src.full(), self.size)
 
     def __repr__(self) -> str:

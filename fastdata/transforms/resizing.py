@@ -7,7 +7,6 @@ import numpy as np
 
 from .base import Source, Transform, as_size, check_output, dct_min_size
 from .crop import center_crop_box, center_crop_padded
-from .resampling import resize
 
 
 def resized_size(height: int, width: int, size: int | tuple[int, int]) -> tuple[int, int]:
@@ -38,8 +37,7 @@ class Resize(Transform):
 
     def apply(self, src: Source) -> np.ndarray:
         out = resized_size(src.height, src.width, self.size)
-        pixels, sub = src.region((0, 0, src.height, src.width), min_size=dct_min_size(out))
-        return resize(pixels, out, box=sub)
+        return src.resized((0, 0, src.height, src.width), out, min_size=dct_min_size(out), snap=False)
 
     def __repr__(self) -> str:
         return f"Resize(size={self.size})"
@@ -80,8 +78,7 @@ class ResizedCenterCrop(Transform):
         top, left, _, _ = center_crop_box(h2, w2, self.crop_size)
         sy, sx = src.height / h2, src.width / w2
         box = (top * sy, left * sx, ch * sy, cw * sx)
-        pixels, sub = src.region(box, min_size=dct_min_size(self.crop_size))
-        return resize(pixels, self.crop_size, box=sub)
+        return src.resized(box, self.crop_size, min_size=dct_min_size(self.crop_size), snap=False)
 
     def __repr__(self) -> str:
         return f"ResizedCenterCrop(resize_size={self.resize.size}, crop_size={self.crop_size})"

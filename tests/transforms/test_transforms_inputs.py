@@ -85,7 +85,11 @@ def test_rrc_matches_pillow_on_photos(photos, resize_backend):
     assert np.mean(errors) <= RRC_SET_TOL
 
 
-def test_inputs_give_the_same_result(photos):
+def test_inputs_give_the_same_result(photos, crop_decoder, monkeypatch):
+    if crop_decoder == "compiled":
+        # Its resize is Pillow's filter: compare with arrays resized by Pillow
+        # (OpenCV's box filter differs by up to 2.2 at a 5x reduction).
+        monkeypatch.setattr(resize_mod, "_cv2", [None])
     for path, data in photos[:8]:
         arr = decode(data)
         pil = Image.fromarray(arr)

@@ -1,0 +1,105 @@
+/* fastdata.decode._cropdecode: the Python face of cropdecode.c. Planning
+ * (box sampling, orientation, DCT scale) stays in Python, shared with the
+ * pure-Python path (fastdata/decode/native.py); this only decodes and resizes. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <jpeglib.h>
+
+#include "cropdecode.h"
+
+/* out must be a writable (H, W, 3) uint8 buffer with packed pixels; rows may be
+ * apart (a slot of a channels-last batch). */
+static int get_out(PyObject *obj, Py_buffer *view) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_RECORDS) < 0) return -1;
+    if (view->ndim != 3 || view->shape[2] != 3 || view->itemsize != 1 ||
+        (view->format && strcmp(view->format, "B") != 0) || view->strides[2] != 1 ||
+        view->strides[1] != 3 || view->strides[0] < 3 * view->shape[1] || view->shape[0] < 1 ||
+        view->shape[1] < 1) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError,
+                        "out must be a writable (H, W, 3) uint8 array with packed pixels (rows may be strided)");
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(decode_resized_doc,
+"decode_resized(data, out, denom, region, box, orientation, hflip, max_pixels)\n--\n\n"
+"Decode region=(top, left, height, width) of the JPEG at 1/denom (stored frame),\n"
+"resample box=(top, left, height, width) inside it into out (H, W, 3 uint8),\n"
+"turned by EXIF orientation then mirrored if hflip. The GIL is released.\n"
+"Returns None, or (status, message) when it could not (see STATUS_* constants).");
+
+static PyObject *decode_resized(PyObject *self, PyObject *args) {
+    Py_buffer data, out;
+    PyObject *out_obj;
+    fd_request rq;
+    fd_result res;
+    unsigned long long max_pixels;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*Oi(iiii)(dddd)ipK:decode_resized", &data, &out_obj, &rq.denom,
+                          &rq.region[0], &rq.region[1], &rq.region[2], &rq.region[3], &rq.box[0],
+                          &rq.box[1], &rq.box[2], &rq.box[3], &rq.orientation, &rq.hflip, &max_pixels))
+        return NULL;
+    if (get_out(out_obj, &out) < 0) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    rq.out_h = (int)out.shape[0];
+    rq.out_w = (int)out.shape[1];
+    rq.max_pixels = (uint64_t)max_pixels;
+    Py_BEGIN_ALLOW_THREADS
+    fd_decode_resized((const uint8_t *)data.buf, (size_t)data.len, &rq, (uint8_t *)out.buf, out.strides[0], &res);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&data);
+    if (res.status == FD_OK) Py_RETURN_NONE;
+    return Py_BuildValue("(is)", res.status, res.message);
+}
+
+extern int fd_allow_avx2;
+
+static PyObject *set_avx2(PyObject *self, PyObject *arg) {
+    int previous = fd_allow_avx2, allow = PyObject_IsTrue(arg);
+    (void)self;
+    if (allow < 0) return NULL;
+    fd_allow_avx2 = allow;
+    return PyBool_FromLong(previous);
+}
+
+static PyMethodDef methods[] = {
+    {"decode_resized", decode_resized, METH_VARARGS, decode_resized_doc},
+    {"_set_avx2", set_avx2, METH_O, "Allow (True) or forbid the AVX2 kernels; returns the previous setting. For tests."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "_cropdecode",
+    "Crop-box JPEG decode + antialiased resize into a caller's buffer (libjpeg API).", -1, methods,
+};
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+PyMODINIT_FUNC PyInit__cropdecode(void) {
+    PyObject *m = PyModule_Create(&moduledef);
+    if (!m) return NULL;
+#ifdef LIBJPEG_TURBO_VERSION
+    const char *lib = "libjpeg-turbo " STR(LIBJPEG_TURBO_VERSION);
+#else
+    const char *lib = "libjpeg";
+#endif
+    if (PyModule_AddStringConstant(m, "LIBRARY", lib) < 0 ||
+        PyModule_AddIntConstant(m, "JPEG_LIB_VERSION", JPEG_LIB_VERSION) < 0 ||
+        PyModule_AddIntConstant(m, "STATUS_ERROR", FD_ERROR) < 0 ||
+        PyModule_AddIntConstant(m, "STATUS_TOO_LARGE", FD_TOO_LARGE) < 0 ||
+        PyModule_AddIntConstant(m, "STATUS_UNSUPPORTED", FD_UNSUPPORTED) < 0 ||
+        PyModule_AddIntConstant(m, "STATUS_RECOVERABLE", FD_RECOVERABLE) < 0 ||
+        PyModule_AddIntConstant(m, "STATUS_NOMEM", FD_NOMEM) < 0 ||
+        PyModule_AddIntConstant(m, "STATUS_BADARG", FD_BADARG) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,171 @@
+"""The compiled crop decoder: decode only a JPEG's crop box and resize it in C.
+
+``fastdata.decode._cropdecode`` (built from ``_native/`` by ``pip install``
+when a C compiler and the libjpeg headers are present) decodes the box at the
+best DCT scale (libjpeg's ``scale_denom``), only its iMCU columns
+(``jpeg_crop_scanline``) and rows (``jpeg_skip_scanlines`` above it, stopping
+after its last row), then resamples it with Pillow's antialiased BILINEAR
+filter straight into an output buffer, the GIL released.
+
+The geometry (box in the stored frame, DCT scale, pixels covering the box,
+snapping) is planned here with the same functions as the pure-Python path,
+so both cut the same pixels for the same box. The decode-aware transforms
+use this path when it is built (``backend="auto"``); ``backend="native"``
+requires it, and any named decoder (``"simplejpeg"``, ``"turbo"``, ``"pil"``)
+or ``FASTDATA_NATIVE=0`` in the environment selects the pure-Python path.
+Input the extension does not take (not JPEG, CMYK/YCCK, files libjpeg warns
+about but Pillow accepts) goes to the pure-Python path automatically.
+
+Measured on hymenoptera/train (one core, bytes in memory): see
+``benchmarks/RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+from typing import Any
+
+import numpy as np
+
+from ..errors import DecodeError, MissingDependencyError
+from .decoder import DEFAULT_MAX_PIXELS, _check_pixels, _stored_box, jpeg_scale, scaled_region
+from .info import ImageInfo, is_jpeg
+from .orientation import box_to_stored, box_to_upright
+from .scaling import snap_box
+
+try:
+    _cropdecode: Any = importlib.import_module(f"{__package__}._cropdecode")
+    _IMPORT_ERROR = ""
+except ModuleNotFoundError:  # not built: no compiler or no libjpeg headers at install time
+    _cropdecode, _IMPORT_ERROR = None, "the install found no C compiler or no libjpeg headers"
+except ImportError as exc:  # built, but e.g. libjpeg.so is gone
+    _cropdecode, _IMPORT_ERROR = None, f"it does not load: {exc}"
+
+ENV = "FASTDATA_NATIVE"
+HINT = (
+    "install the libjpeg headers and a C compiler (Debian/Ubuntu: apt-get install libjpeg-dev; "
+    "Fedora: dnf install libjpeg-turbo-devel; macOS: brew install jpeg-turbo), then reinstall fastdata "
+    "(pip install --force-reinstall --no-deps fastdata, or pip install -e . in a checkout)"
+)
+
+_log = logging.getLogger("fastdata.decode")
+_disabled = os.environ.get(ENV, "").strip().lower() in ("0", "false", "no", "off")
+
+
+def native_available() -> bool:
+    """True when the compiled crop decoder is built and importable."""
+    return _cropdecode is not None
+
+
+def native_status() -> str:
+    """One line: which crop-decode path the decode-aware transforms use with
+    ``backend="auto"``, and how to get the compiled one when it is missing."""
+    if _cropdecode is None:
+        return f"pure Python (no compiled crop decoder: {_IMPORT_ERROR}); for the fast path, {HINT}"
+    where = f"compiled: fastdata.decode._cropdecode over {_cropdecode.LIBRARY} (libjpeg API {_cropdecode.JPEG_LIB_VERSION})"
+    if _disabled:
+        return f"pure Python ({ENV}=0 is set; {where} is built)"
+    return where
+
+
+def crop_decoder(backend: str = "auto") -> str:
+    """``"compiled"`` or ``"python"``: the path a decode-aware transform with
+    this ``backend`` takes for baseline/progressive RGB and grayscale JPEGs.
+
+    Raises:
+        MissingDependencyError: ``backend="native"`` without the extension.
+    """
+    return "compiled" if wants_native(backend) else "python"
+
+
+def wants_native(backend: str) -> bool:
+    """Whether ``backend`` selects the compiled path (checked per sample; cheap)."""
+    if backend == "auto":
+        return _cropdecode is not None and not _disabled
+    if backend == "native":
+        if _cropdecode is None:
+            raise MissingDependencyError(f"backend='native' needs the compiled crop decoder ({_IMPORT_ERROR}); {HINT}")
+        return True
+    return False
+
+
+def plan(
+    info: ImageInfo, box: tuple[float, float, float, float] | None, min_size: Any, snap: bool, label: str
+) -> tuple[int, tuple[int, int, int, int], tuple[float, float, float, float]]:
+    """``(n, region, sub)`` for the extension: the 1/n decode, the stored-frame
+    pixels ``(top, left, height, width)`` it decodes, and the box inside them.
+
+    The same arithmetic as ``decode_region`` + ``snap_box`` of the pure path:
+    with ``snap`` the box edges are rounded to whole decoded pixels in the
+    upright frame (RandomResizedCrop), else kept fractional (exact resize).
+    """
+    stored = _stored_box(box, info, label)
+    n = jpeg_scale(info, stored, min_size)
+    sh, sw = info.stored_size
+    (t, l, h, w), (y0, y1, x0, x1) = scaled_region(stored, info, (-(-sh // n), -(-sw // n)), n)
+    rh, rw = y1 - y0, x1 - x0
+    if not snap:
+        return n, (y0, x0, rh, rw), (t - y0, l - x0, h, w)
+    o = info.orientation
+    upright = (rw, rh) if o >= 5 else (rh, rw)
+    snapped = snap_box(box_to_upright((t - y0, l - x0, h, w), o, upright), upright)
+    st, sl, bh, bw = box_to_stored(snapped, o, (rh, rw))
+    return n, (y0 + st, x0 + sl, bh, bw), (0.0, 0.0, float(bh), float(bw))
+
+
+def decode_resized(
+    data: bytes,
+    info: ImageInfo,
+    box: tuple[float, float, float, float] | None,
+    size: tuple[int, int],
+    *,
+    min_size: Any = None,
+    snap: bool = True,
+    flip: bool = False,
+    name: str | None = None,
+    max_pixels: int | None = DEFAULT_MAX_PIXELS,
+    out: np.ndarray | None = None,
+) -> np.ndarray | None:
+    """Upright ``box`` of a JPEG resized to ``size = (height, width)``, mirrored if ``flip``.
+
+    Args:
+        data: the JPEG bytes; ``info``: :func:`~fastdata.decode.read_info` of them.
+        box: ``(top, left, height, width)`` in upright full-size pixels
+            (fractional edges allowed), ``None`` for the whole image.
+        min_size: decode at the smallest DCT scale keeping the box at least this
+            (upright ``(height, width)``); ``None``: full scale.
+        snap: round the box edges to whole decoded pixels first (as
+            RandomResizedCrop does); else resample the exact box.
+        out: write here instead of a new array: a writable ``(height, width, 3)``
+            uint8 array with packed pixels (e.g. a slot of a channels-last batch).
+
+    Returns:
+        The pixels (``out`` if given), or ``None`` when this input is for the
+        pure-Python path (not a JPEG, CMYK/YCCK, a libjpeg warning that Pillow
+        accepts, a header libjpeg reads differently).
+
+    Raises:
+        DecodeError: corrupt or truncated data within the rows decoded, or an
+            image above ``max_pixels``; the message starts with ``name``.
+    """
+    label = name or f"image ({len(data)} bytes)"
+    if _cropdecode is None or info.format != "JPEG" or info.mode == "CMYK" or not is_jpeg(data):
+        return None
+    _check_pixels(info, max_pixels, label)
+    n, region, sub = plan(info, box, min_size, snap, label)
+    if out is None:
+        out = np.empty((size[0], size[1], 3), np.uint8)
+    failed = _cropdecode.decode_resized(data, out, n, region, sub, info.orientation, flip, max_pixels or 0)
+    if failed is None:
+        return out
+    status, message = failed
+    if status == _cropdecode.STATUS_ERROR:
+        raise DecodeError(f"{label}: libjpeg-turbo cannot decode this JPEG: {message}")
+    if status == _cropdecode.STATUS_TOO_LARGE:
+        raise DecodeError(f"{label}: {message} (a decompression bomb guard; pass a larger max_pixels, or None, if the image is trusted)")
+    if status == _cropdecode.STATUS_NOMEM:
+        raise DecodeError(f"{label}: {message}")
+    _log.debug("%s: compiled crop decoder declined (%s); using the pure-Python path", label, message)
+    return None

@@ -1,0 +1,128 @@
+"""Fuzz the compiled crop decoder under AddressSanitizer + UndefinedBehaviorSanitizer.
+
+Builds tests/native/fuzz_cropdecode.c with the decoder's C sources twice (SIMD
+kernels, and plain C with -DFD_NO_SIMD), both with -fsanitize=address,undefined,
+writes seed JPEGs (baseline 4:2:0/4:2:2/4:4:4, progressive, restart markers,
+grayscale, CMYK, odd tiny sizes), and runs the same mutations through both.
+Passes when neither sanitizer reports anything (crashes, memory errors, leaks
+at exit) and both builds produce the same pixels (hash of every output).
+
+    python tests/native/fuzz.py [--iterations 10000] [--seed 1] [--workdir DIR]
+
+tests/decode/test_native_fuzz.py runs 300 iterations of it in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+NATIVE = ROOT / "fastdata" / "decode" / "_native"
+HARNESS = Path(__file__).with_name("fuzz_cropdecode.c")
+SOURCES = [NATIVE / f"{name}.c" for name in ("cropdecode", "resample", "kernels")]
+FLAGS = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer"]
+ENV = {
+    "ASAN_OPTIONS": "detect_leaks=1:allocator_may_return_null=1:abort_on_error=0:exitcode=99",
+    "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1:exitcode=98",
+}
+
+
+class Unavailable(RuntimeError):
+    """No C compiler, sanitizer runtime or libjpeg headers here."""
+
+
+def build(workdir: Path) -> dict[str, Path]:
+    """Compile the SIMD and the plain C harness; raise Unavailable if this machine cannot."""
+    cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
+    if not cc:
+        raise Unavailable("no C compiler (gcc/cc) on PATH")
+    binaries = {}
+    for variant, extra in (("simd", []), ("plain", ["-DFD_NO_SIMD"])):
+        exe = workdir / f"fuzz_{variant}"
+        cmd = [cc, *FLAGS, *extra, f"-I{NATIVE}", str(HARNESS), *map(str, SOURCES), "-ljpeg", "-lm", "-o", str(exe)]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode:
+            raise Unavailable(f"cannot build the ASan harness ({' '.join(cmd[:2])} ...): {done.stderr.strip()[-400:]}")
+        binaries[variant] = exe
+    return binaries
+
+
+def write_seeds(workdir: Path) -> list[Path]:
+    """Small JPEGs covering the layouts the decoder handles (and CMYK, which it declines)."""
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    yy, xx = np.mgrid[0:120, 0:160]
+    base = np.stack([xx * 1.5, yy * 2.0, (xx + yy) % 256], axis=2)
+    photo = Image.fromarray(np.clip(base + rng.normal(0, 20, base.shape), 0, 255).astype(np.uint8))
+    variants = {
+        "420.jpg": (photo, {"quality": 80}),
+        "422.jpg": (photo, {"quality": 90, "subsampling": 1}),
+        "444.jpg": (photo, {"quality": 95, "subsampling": 0}),
+        "progressive.jpg": (photo, {"quality": 80, "progressive": True}),
+        "restart.jpg": (photo, {"quality": 80, "restart_marker_blocks": 2}),
+        "gray.jpg": (photo.convert("L"), {"quality": 85}),
+        "cmyk.jpg": (photo.convert("CMYK"), {"quality": 85}),
+        "tiny_1x1.jpg": (photo.resize((1, 1)), {}),
+        "odd_17x9.jpg": (photo.resize((17, 9)), {"quality": 90}),
+        "odd_33x65_prog.jpg": (photo.resize((33, 65)), {"progressive": True}),
+    }
+    paths = []
+    for name, (img, opts) in variants.items():
+        buf = io.BytesIO()
+        img.save(buf, "JPEG", **opts)
+        path = workdir / name
+        path.write_bytes(buf.getvalue())
+        paths.append(path)
+    return paths
+
+
+def run(iterations: int, seed: int, workdir: Path) -> dict[str, str]:
+    """Run both builds; return {variant: summary line}. Raises AssertionError on any finding."""
+    binaries = build(workdir)
+    seeds = write_seeds(workdir)
+    env = {**os.environ, **ENV}
+    lines = {}
+    for variant, exe in binaries.items():
+        done = subprocess.run([str(exe), str(seed), str(iterations), *map(str, seeds)], capture_output=True, text=True, env=env)
+        report = (done.stdout + done.stderr).strip()
+        assert done.returncode == 0 and "ERROR: " not in report and "runtime error" not in report, (
+            f"{variant} build: exit {done.returncode}\n{report[-4000:]}"
+        )
+        lines[variant] = done.stdout.strip()
+    hashes = {v: re.search(r"hash (\w+)", line).group(1) for v, line in lines.items()}  # type: ignore[union-attr]
+    assert len(set(hashes.values())) == 1, f"SIMD and plain C kernels disagree: {lines}"
+    return lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--iterations", type=int, default=10_000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--workdir", type=Path, help="keep the binaries and seeds here (default: a temp dir)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = args.workdir or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        try:
+            lines = run(args.iterations, args.seed, workdir)
+        except Unavailable as exc:
+            print(f"fuzz: skipped: {exc}", file=sys.stderr)
+            return 2
+    for variant, line in lines.items():
+        print(f"{variant:5s} {line}")
+    print("no sanitizer findings (ASan: memory errors and leaks, UBSan), SIMD == plain C")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
