@@ -103,6 +103,22 @@ class Chain:
         return img
 
 
+class FullDecode:
+    """The decode limit: fastdata's decoder on the whole image and nothing else.
+
+    A full-decode pipeline can go no faster than this; decode-aware transforms
+    beat it by decoding less (a DCT-scaled or cropped region). One pixel is
+    kept so that batches collate.
+    """
+
+    decode_aware = True  # receive the encoded bytes, as the decode-aware transforms do
+
+    def __call__(self, image) -> np.ndarray:
+        from ..decode import decode
+
+        return np.ascontiguousarray(decode(image.data, name=image.name or None)[:1, :1])
+
+
 def train_transforms(normalize: bool):
     """The baseline's training transforms: torchvision's when installed, else the PIL stand-ins."""
     if has_torchvision():

@@ -14,6 +14,7 @@ from ..formats import MANIFEST_NAME, Manifest
 from . import report, suite
 from .default_data import cache_dir, default_dataset
 from .harness import run_interleaved
+from .quiet import held_back_warnings
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,9 +67,12 @@ def _run(args: argparse.Namespace, convert: suite.Convert | None) -> int:
     settings = suite.Settings(src=src or "", shards=shards, workers=args.workers, batch_size=args.batch_size,
                               dali=not args.no_dali, groups=groups, convert=convert, scratch=str(scratch))
     variants = suite.build(settings)
-    results = run_interleaved(variants, rounds=args.rounds, warmup=args.warmup, progress=say)
+    with held_back_warnings() as held:
+        results = run_interleaved(variants, rounds=args.rounds, warmup=args.warmup, progress=say)
+    for line in held.summary():
+        say(line)
     meta = {"src": src, "shards": shards, "workers": args.workers, "batch_size": args.batch_size,
-            "rounds": args.rounds, "warmup": args.warmup, "quick": args.quick}
+            "rounds": args.rounds, "warmup": args.warmup, "quick": args.quick, "held_back_warnings": dict(held.counts)}
     paths = report.write_all(results, meta, args.out)
     print(report.table(results))
     print("\n" + "\n".join(report.headline(results)))

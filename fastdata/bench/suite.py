@@ -15,6 +15,7 @@ from ..formats import Manifest, Sample, registry
 from ..formats.dataset_writer import write_dataset
 from . import baselines
 from .harness import Variant
+from .targets import decode_aware_row, decode_limit_row
 
 FORMATS = ("recordio", "tfrecord", "lmdb")
 Convert = Callable[..., None]  # (src, out, format, workers, resize=None)
@@ -113,11 +114,17 @@ def _pipelines(s: Settings, *, train: bool) -> list[Variant]:
         Variant("pytorch/examples recipe: + ToTensor+Normalize", group,
                 **torch_loader(baselines.folder_dataset(s.src, pil(True)), None), baseline=base, note=note),
         Variant("fastdata ImageFolder, same PIL transforms", group, **fast(ImageFolder(s.src, transform=pil(False))), baseline=base),
-        Variant("fastdata ImageFolder, decode-aware", group, **fast(ImageFolder(s.src, transform=aware())), baseline=base),
+        Variant(decode_aware_row("ImageFolder"), group, **fast(ImageFolder(s.src, transform=aware())), baseline=base),
     ]
     for fmt, path in s.shards.items():
         rows.append(Variant(f"fastdata {fmt}, same PIL transforms", group, **fast(open_dataset(path, transform=pil(False))), baseline=base))
-        rows.append(Variant(f"fastdata {fmt}, decode-aware", group, **fast(open_dataset(path, transform=aware())), baseline=base))
+        rows.append(Variant(decode_aware_row(fmt), group, **fast(open_dataset(path, transform=aware())), baseline=base))
+    if train:  # the decode-limit target: one source is enough (the first format, else the folder)
+        source, path = next(iter(s.shards.items()), ("ImageFolder", ""))
+        full = baselines.FullDecode()
+        ds = open_dataset(path, transform=full) if path else ImageFolder(s.src, transform=full)
+        rows.append(Variant(decode_limit_row(source), group, **fast(ds), baseline=base,
+                            note="the same loader decoding whole images and nothing else"))
     if s.dali and _has_dali():
         from ..dali import DALILoader
 
