@@ -2,15 +2,30 @@
 
 ``build_pipeline`` returns a DALI pipeline (training or evaluation preset) for a
 RecordIO, TFRecord or LMDB directory; ``DALILoader`` iterates it as
-``(images, labels)`` torch tensors. DALI itself is imported only when a
-pipeline is built, so this package imports without it; building one without
-DALI raises MissingDependencyError (``pip install 'fastdata[dali]'``).
+``(images, labels)`` torch tensors. Settings come grouped: ``Crop`` (output
+size and crop geometry), ``Normalize`` (mean/std in 0-1 units, as
+``fastdata.Prefetch``; output dtype) and ``Reading`` (shuffling, prefetch
+depth). Which DALI reader reads a format, the format registry says. DALI
+itself is imported only when a pipeline is built, so this package imports
+without it; building one without DALI raises MissingDependencyError
+(``pip install 'fastdata[dali]'``).
 """
 
 from __future__ import annotations
 
 from .iterator import DALILoader
-from .pipelines import IMAGENET_MEAN, IMAGENET_STD, build_pipeline
+from .pipelines import build_pipeline
+from .settings import IMAGENET_MEAN, IMAGENET_STD, Crop, Normalize, Reading
 from .sources import DALISource, dali_source
 
-__all__ = ["DALILoader", "DALISource", "IMAGENET_MEAN", "IMAGENET_STD", "build_pipeline", "dali_source"]
+__all__ = [
+    "IMAGENET_MEAN",
+    "IMAGENET_STD",
+    "Crop",
+    "DALILoader",
+    "DALISource",
+    "Normalize",
+    "Reading",
+    "build_pipeline",
+    "dali_source",
+]

@@ -12,8 +12,7 @@ import torch
 
 from .._optional import require
 from ..errors import ConfigError, DecodeError, FastDataError
-from .pipelines import READER_NAME, build_pipeline, resolve_shard
-from .sources import dali_source
+from .pipelines import READER_NAME, build_pipeline
 
 AUTO = "auto"
 
@@ -43,19 +42,22 @@ class DALILoader:
             evaluation preset (keeps it).
         drop_last: ``None`` = ``train``. Dropping needs at least one full
             batch in the smallest shard: ``samples // num_shards >= batch_size``.
-        device: see :func:`build_pipeline`; default ``"mixed"`` with a GPU, else ``"cpu"``.
         device_id: CUDA device; ``"auto"`` (default) takes
-            ``torch.cuda.current_device()`` when CUDA is available, else None
-            (CPU pipeline). None forces a CPU pipeline.
-        num_threads, seed, shard_id, num_shards: see :func:`build_pipeline`.
-        **options: the other :func:`build_pipeline` keywords (size, mean, std,
-            dtype, resize_shorter, random_shuffle, ...).
+            ``torch.cuda.current_device()`` when CUDA is available and
+            ``device`` is not ``"cpu"``, else None (CPU pipeline). None forces
+            a CPU pipeline.
+        **pipeline: the :func:`build_pipeline` keywords: ``device``,
+            ``num_threads``, ``seed``, ``shard_id``/``num_shards`` (default:
+            the torch.distributed rank and world size), ``crop=Crop(...)``,
+            ``normalize=Normalize(...)`` (mean/std in 0-1 units),
+            ``reading=Reading(...)``.
 
     Raises:
         MissingDependencyError: DALI is not installed.
         ConfigError: from :func:`build_pipeline`, or the last partial batch is
             dropped and a shard holds fewer samples than one batch.
-        ManifestError, FormatError: from :func:`build_pipeline`.
+        ManifestError, FormatError: from :func:`build_pipeline` (a missing
+            index, a shard missing or truncated since conversion).
         DecodeError / FastDataError (while iterating): DALI failed on a record;
             the pipeline cannot continue after that.
     """
@@ -67,39 +69,26 @@ class DALILoader:
         *,
         train: bool = True,
         drop_last: bool | None = None,
-        device: str | None = None,
         device_id: int | None | str = AUTO,
-        num_threads: int = 2,
-        seed: int = 0,
-        shard_id: int | None = None,
-        num_shards: int | None = None,
-        **options: Any,
+        **pipeline: Any,
     ) -> None:
         if device_id == AUTO:
-            device_id = torch.cuda.current_device() if device != "cpu" and torch.cuda.is_available() else None
+            on_gpu = pipeline.get("device") != "cpu" and torch.cuda.is_available()
+            device_id = torch.cuda.current_device() if on_gpu else None
         self.path = os.fspath(path)
         self.batch_size = batch_size
         self.train = train
         self.drop_last = train if drop_last is None else bool(drop_last)
-        shard_id, num_shards = resolve_shard(shard_id, num_shards)
-        self.pipeline = build_pipeline(
-            path,
-            batch_size=batch_size,
-            train=train,
-            device=device,
-            device_id=device_id,
-            num_threads=num_threads,
-            seed=seed,
-            shard_id=shard_id,
-            num_shards=num_shards,
-            **options,
-        )
+        self.pipeline = build_pipeline(path, batch_size, train=train, device_id=device_id, **pipeline)
         plugin = require(
             "nvidia.dali.plugin.pytorch", extra="dali", purpose="fastdata.dali.DALILoader", package="nvidia-dali-cuda130"
         )
+        with _dali_errors(self.path):
+            self.pipeline.build()
+            meta = self.pipeline.reader_meta(READER_NAME)
         if self.drop_last:
             why = "train=True" if drop_last is None else "drop_last=True"
-            _check_full_batch(self.path, dali_source(path).num_samples, num_shards, batch_size, why)
+            _check_full_batch(self.path, meta["epoch_size"], meta["number_of_shards"], batch_size, why)
         policy = plugin.LastBatchPolicy.DROP if self.drop_last else plugin.LastBatchPolicy.PARTIAL
         with _dali_errors(self.path):
             self._iterator = plugin.DALIGenericIterator(

@@ -47,7 +47,7 @@ def test_eval_matches_pillow_for_the_right_image_and_label(shared_data, tmp_path
     write(tmp_path, fmt, items, shards=2)
     images, labels = next(iter(DALILoader(tmp_path, len(PHOTOS), train=False, num_threads=2)))
     assert labels.tolist() == [s.label for s in items]
-    out = images.numpy().transpose(0, 2, 3, 1) * np.array(IMAGENET_STD) + np.array(IMAGENET_MEAN)
+    out = 255 * (images.numpy().transpose(0, 2, 3, 1) * np.array(IMAGENET_STD) + np.array(IMAGENET_MEAN))
     refs = [pillow_eval(root / name) for name in PHOTOS]
     diff = np.array([[np.abs(o - r).mean() for r in refs] for o in out])
     assert (diff.diagonal() < SAME_IMAGE).all(), diff.round(2)

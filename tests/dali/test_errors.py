@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 
 import pytest
 from conftest import requires_dali
-from dalikit import samples, write
+from dalikit import FORMATS, samples, write
 from PIL import Image
 
 import fastdata.dali
-from fastdata.dali import DALILoader, build_pipeline
+from fastdata.dali import Crop, DALILoader, Normalize, Reading, build_pipeline
 from fastdata.errors import ConfigError, DecodeError, FormatError, ManifestError, MissingDependencyError
-from fastdata.formats import Sample
+from fastdata.formats import Manifest, Sample, registry
 
 
 def test_missing_dali_raises_missing_dependency_with_the_pip_command(monkeypatch, tmp_path):
@@ -56,26 +57,18 @@ def test_no_manifest(tmp_path):
 
 
 @requires_dali
-def test_missing_recordio_dali_index_names_file_and_fix(tiny):
-    index = tiny["recordio"] / "dali.idx"
+@pytest.mark.parametrize(
+    "fmt, name, fix",
+    [("recordio", "dali.idx", "write_dali_index"), ("tfrecord", "shard-00001.tfrecord.idx", "build_index")],
+)
+def test_missing_index_names_file_and_fix(tiny, fmt, name, fix):
+    index = tiny[fmt] / name
     saved = index.read_bytes()
     index.unlink()
     try:
-        with pytest.raises(FormatError, match=r"dali\.idx.*does not exist.*write_dali_index") as info:
-            build_pipeline(tiny["recordio"], batch_size=2)
-        assert info.value.path.endswith("dali.idx")
-    finally:
-        index.write_bytes(saved)
-
-
-@requires_dali
-def test_missing_tfrecord_index_names_file_and_fix(tiny):
-    index = tiny["tfrecord"] / "shard-00001.tfrecord.idx"
-    saved = index.read_bytes()
-    index.unlink()
-    try:
-        with pytest.raises(FormatError, match=r"shard-00001\.tfrecord\.idx.*does not exist.*build_index"):
-            DALILoader(tiny["tfrecord"], 2, train=False)
+        with pytest.raises(FormatError, match=rf"{re.escape(name)}.*does not exist.*{fix}") as info:
+            DALILoader(tiny[fmt], 2, train=False)
+        assert info.value.path == str(index)
     finally:
         index.write_bytes(saved)
 
@@ -89,15 +82,54 @@ def test_missing_tfrecord_index_names_file_and_fix(tiny):
         ({"num_shards": 9, "shard_id": 0}, "9 shards for 4 samples"),
         ({"device": "gpu"}, "pass device_id"),
         ({"device": "tpu"}, "device must be one of"),
-        ({"resize_shorter": 200}, "resize_shorter"),
-        ({"dtype": "int8"}, "dtype must be"),
         ({"batch_size": 0}, "batch_size must be a positive int"),
+        ({"crop": 64}, r"crop must be fastdata\.dali\.Crop\(\.\.\.\), got int"),
     ],
 )
 def test_bad_arguments(tiny, kwargs, message):
     args = {"batch_size": 2, **kwargs}
     with pytest.raises(ConfigError, match=message):
         build_pipeline(tiny["recordio"], **args)
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: Crop(resize_shorter=200), r"resize_shorter=200\) must be >= size \(224\)"),
+        (lambda: Crop(size=0), "size must be a positive int"),
+        (lambda: Crop(random_area=(0.5, 0.1)), "random_area"),
+        (lambda: Normalize(dtype="int8"), "must be float32 or float16"),
+        (lambda: Normalize(mean=(0.5, 0.5)), "3 values"),
+        (lambda: Normalize(std=(0.2, 0.0, 0.2)), "std no zero"),
+        (lambda: Reading(shuffle_buffer=0), "shuffle_buffer must be a positive int"),
+    ],
+    ids=["resize_shorter", "size", "area", "dtype", "two-means", "zero-std", "buffer"],
+)
+def test_bad_settings_fail_where_they_are_written(make, message):
+    with pytest.raises(ConfigError, match=message):
+        make()
+
+
+@pytest.mark.parametrize("name", ["mean", "std"])
+def test_mean_std_in_0_255_units_are_refused_saying_the_unit_changed(name):
+    # fastdata.dali took 0-255 units before; silently accepting them would normalise to garbage
+    old = {"mean": (123.675, 116.28, 103.53), "std": (58.395, 57.12, 57.375)}[name]
+    with pytest.raises(ConfigError, match=r"looks like 0-255 units.*takes 0-1 units.*the unit changed.*divide by 255"):
+        Normalize(**{name: old})
+    assert Normalize(**{name: [v / 255 for v in old]}).in_pixels()[name == "std"] == pytest.approx(list(old))
+
+
+@requires_dali
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_truncated_shard_is_refused_naming_it(tmp_path, fmt):
+    directory = write(tmp_path, fmt, samples(6), shards=2)
+    shard = Manifest.read(directory).shards[-1]
+    data = registry.get(fmt).data_file(directory / shard.file)  # an LMDB shard's data.mdb
+    with open(data, "r+b") as f:
+        f.truncate(shard.bytes - 10)
+    with pytest.raises(FormatError, match=rf"is {shard.bytes - 10} bytes but the manifest says {shard.bytes}") as info:
+        DALILoader(directory, 2, train=False, num_threads=1)
+    assert info.value.path == str(data) and "fastdata verify" in str(info.value)
 
 
 @requires_dali

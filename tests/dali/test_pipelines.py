@@ -10,8 +10,9 @@ import torch
 from conftest import requires_dali
 from dalikit import FORMATS, NUM_SAMPLES, identify, label, samples, write
 
-from fastdata.dali import IMAGENET_MEAN, IMAGENET_STD, DALILoader
+from fastdata.dali import IMAGENET_MEAN, IMAGENET_STD, Crop, DALILoader, Normalize, build_pipeline
 from fastdata.errors import ConfigError
+from fastdata.order.seeds import pipeline_seed
 
 pytestmark = requires_dali
 MEAN = np.array(IMAGENET_MEAN)
@@ -116,7 +117,9 @@ def test_break_resumes_the_unfinished_epoch(tmp_path):
 
 def test_float16_output(tmp_path):
     directory = write(tmp_path, "recordio", samples(4), shards=1)
-    loader = DALILoader(directory, 4, train=False, num_threads=1, dtype=torch.float16, size=64, resize_shorter=72)
+    loader = DALILoader(
+        directory, 4, train=False, num_threads=1, normalize=Normalize(dtype=torch.float16), crop=Crop(64, 72)
+    )
     images, target = next(iter(loader))
     assert images.dtype == torch.float16 and images.shape == (4, 3, 64, 64)
     counts = collections.Counter(identify(images.float().numpy(), MEAN, STD))
@@ -133,3 +136,34 @@ def test_shards_default_to_the_torch_distributed_rank(tmp_path, monkeypatch):
     assert sorted(explicit) == list(range(5, 10))
     with pytest.raises(ConfigError, match="every rank would read the same samples"):
         DALILoader(directory, BATCH, shard_id=0, num_shards=1)
+    with pytest.raises(ConfigError, match="every rank would read the same samples"):
+        DALILoader(directory, BATCH, train=False, shard_id=0, num_shards=1)  # refused for evaluation too
+
+
+def test_a_torchrun_launch_without_a_process_group_is_refused(tmp_path, monkeypatch):
+    directory = write(tmp_path, "recordio", samples(4), shards=1)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(ConfigError, match=r"WORLD_SIZE=2.*init_process_group.*pass shard_id= and num_shards="):
+        DALILoader(directory, 2, num_threads=1)
+    assert len(DALILoader(directory, 2, num_threads=1, shard_id=1, num_shards=2)) == 1
+
+
+def test_each_shard_seeds_its_pipeline_from_the_order_package(tmp_path):
+    directory = write(tmp_path, "recordio", samples(4), shards=1)
+    for rank in range(2):
+        pipe = build_pipeline(directory, 2, seed=7, shard_id=rank, num_shards=2)
+        assert pipe.seed == pipeline_seed(7, rank) == 7 + rank  # the value DALI got before fastdata.order
+
+
+def test_mean_and_std_are_in_0_1_units(tmp_path):
+    directory = write(tmp_path, "tfrecord", samples(4), shards=1)
+    plain = Normalize(mean=(0, 0, 0), std=(1, 1, 1))
+
+    def first(normalize):
+        return next(iter(DALILoader(directory, 4, train=False, num_threads=1, normalize=normalize)))[0].numpy()
+
+    raw, imagenet = first(plain), first(Normalize())
+    assert raw.min() >= 0 and raw.max() <= 1  # x / 255: scaled by 255 once, not twice or never
+    assert sorted(identify(raw, np.zeros(3), np.ones(3))) == [0, 1, 2, 3]
+    back = imagenet * STD[None, :, None, None] + MEAN[None, :, None, None]
+    assert np.abs(back - raw).max() < 1e-5
