@@ -176,13 +176,11 @@ def convert(request, convert_fn) -> int:
                           "choose another URL or pass --overwrite to replace it")
     if listing and not finished and not (request.resume or request.overwrite):
         raise ConfigError(f"{scrub_url(url)} holds {len(listing)} object(s) but no manifest (an interrupted upload?); "
-                          "run the same command with --resume to finish it, or --overwrite to start over")
+                          "run the same command with --resume to finish it, or --overwrite to upload everything again "
+                          "(objects of the same name are replaced, others left alone)")
     if request.overwrite:
-        for name in finished:  # readers stop seeing the old dataset before any of it changes
-            store.remove(name)
-        for name in set(listing) - set(finished):
-            store.remove(name)
-        listing = {}
+        _remove_datasets(store, finished)
+        listing = {}  # everything is uploaded again
         shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True, exist_ok=True)
     if not (request.resume and state.classify(staging) == state.FINISHED):
@@ -196,6 +194,23 @@ def convert(request, convert_fn) -> int:
         print(f"fastdata convert: uploaded {sent} file(s) to {scrub_url(url)} (manifest last)")
     shutil.rmtree(staging, ignore_errors=True)
     return 0
+
+
+def _remove_datasets(store: Store, manifests: list[str]) -> None:
+    """Delete each manifest first (readers stop seeing the dataset before any
+    of it changes), then the files it lists; other objects are not fastdata's
+    to delete and stay."""
+    listing = store.listing()
+    for name in manifests:
+        prefix = name[: -len(MANIFEST_NAME)]
+        manifest = Manifest.from_json(store.read_bytes(name).decode("utf-8"), source=scrub_url(store.url_of(name)))
+        store.remove(name)
+        for file in manifest.files():
+            if manifest.format == "lmdb" and file in {s.file for s in manifest.shards}:
+                for member in [n for n in listing if n.startswith(f"{prefix}{file}/")]:
+                    store.remove(member)
+            else:
+                store.remove(prefix + file)
 
 
 def upload_dataset(local: Path, store: Store, listing: dict[str, int]) -> int:

@@ -34,6 +34,7 @@ _LAZY = {
     "fast_collate": "fastdata.loading.collate",
     "make_loader": "fastdata.loading.make",
     "open_dataset": "fastdata.datasets.open",
+    "remote": "fastdata.remote",
     "seed_everything": "fastdata.loading.seeding",
     "seed_worker": "fastdata.loading.seeding",
 }

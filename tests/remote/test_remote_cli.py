@@ -137,3 +137,15 @@ def test_wrong_credentials_on_the_command_line_print_no_secret(s3, bucket):
     out = cli("inspect", f"s3://{BUCKET}/anything", env={"AWS_SECRET_ACCESS_KEY": wrong})
     assert out.returncode == 2 and "access denied" in out.stderr and "Traceback" not in out.stderr
     assert wrong not in out.stderr + out.stdout and s3.secret_key not in out.stderr + out.stdout
+
+
+def test_overwrite_replaces_the_dataset_and_leaves_other_objects(bucket, source, tmp_path):
+    url = f"s3://{BUCKET}/{unique_prefix('overwrite')}"
+    env = {"XDG_CACHE_HOME": str(tmp_path)}
+    assert cli(*_convert_args(source, url, "--shards", "4"), env=env).returncode == 0  # 4 shards (last --shards wins)
+    bucket.pipe_file(f"{url[5:]}/notes.txt", b"mine")
+    done = cli(*_convert_args(source, url, "--overwrite"), env=env)
+    assert done.returncode == 0, done.stderr
+    names = sorted(p.rsplit("/", 1)[1] for p in bucket.ls(url[5:]))
+    assert "notes.txt" in names and "shard-00003.tfrecord" not in names  # the old 4th shard is gone
+    assert len(fastdata.open_dataset(localize(url, cache_dir=tmp_path / "c"), decode=False)) == 24

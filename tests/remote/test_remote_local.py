@@ -264,3 +264,16 @@ def test_a_changed_manifest_drops_the_shards_it_no_longer_vouches_for(served, tm
     (server / "manifest.json").write_text(json.dumps(doc))
     localize(url, cache_dir=tmp_path / "cache")
     assert not (Path(local) / "shard-00003.rec").exists() and (Path(local) / "shard-00002.rec").exists()
+
+
+def test_spawned_workers_find_the_cache_from_the_path_alone(served, tmp_path):
+    """A spawned worker unpickles paths only: the settings file beside the
+    shards tells it where they come from."""
+    import torch.utils.data
+
+    url, _, ids = served
+    ds = fastdata.RecordIODataset(localize(url, cache_dir=tmp_path / "cache"), decode=False)
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=1, multiprocessing_context="spawn")
+    assert sorted(ids[image] for image, _ in loader) == list(range(40))
+    pids = {e["pid"] for e in read_log(tmp_path / "cache") if e["file"].endswith(".rec")}
+    assert pids and os.getpid() not in pids  # the worker downloaded them
