@@ -55,7 +55,8 @@ class FormatSpec:
             with an index finds it where ``write_shard`` put it.
         options: the :class:`ReaderOptions` dataclass of the keywords the
             format's datasets take; its ``open_options`` reads the manifest.
-        sniff: ``sniff(head)``: the first bytes of a file are this format's.
+        sniff: ``sniff(head)``: the first bytes of a file are this format's;
+            None for a format without a signature (found by name only).
         claim: ``claim(path)``: a :class:`Detected` for what the format
             recognises by layout or name beyond its suffixes (an LMDB
             directory, the ``.rec`` behind an ``.idx``, a compressed file), or None.
@@ -86,7 +87,7 @@ class FormatSpec:
     write_shard: Callable[[str | os.PathLike[str], Iterable[Sample]], ShardInfo]
     open_shard: Callable[..., SampleReader]
     options: type[ReaderOptions]
-    sniff: Callable[[bytes], bool]
+    sniff: Callable[[bytes], bool] | None
     claim: Callable[[Path], Detected | None]
     framing: Framing
     label_vectors: bool
@@ -178,7 +179,7 @@ def detect(path: str | os.PathLike[str]) -> Detected:
         with open(path, "rb") as f:
             head = f.read(_HEAD)
         for spec in specs:
-            if head and spec.sniff(head):
+            if head and spec.sniff is not None and spec.sniff(head):
                 return Detected(spec.name, path, data_file=path)
     for spec in specs:
         found = spec.claim(path)

@@ -14,14 +14,14 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from fastdata.formats import Sample
+from fastdata.formats import Sample, registry
 from fastdata.formats.dataset_writer import write_dataset
 
 N = 24
 NUM_CLASSES = 3
 CLASSES = ["ant", "bee", "cow"]
 SHARD_BYTES = 1500  # several shards of ~5 samples each
-FORMATS = ("recordio", "tfrecord", "lmdb")
+FORMATS = tuple(registry.names())
 KINDS = ("folder", *FORMATS)
 
 
@@ -79,10 +79,19 @@ def write_kind(root: Path, kind: str, n: int = N, *, corrupt: dict[int, bytes] |
 
 
 def open_kind(root: Path, kind: str, **kwargs):
-    from fastdata.datasets import ImageFolder, LMDBDataset, RecordIODataset, TFRecordDataset
+    """``kind``'s map-style dataset: ImageFolder, or the generic class over a format."""
+    from fastdata.datasets import FormatDataset, ImageFolder
 
-    cls = {"folder": ImageFolder, "recordio": RecordIODataset, "tfrecord": TFRecordDataset, "lmdb": LMDBDataset}[kind]
-    return cls(os.fspath(root), **kwargs)
+    if kind == "folder":
+        return ImageFolder(os.fspath(root), **kwargs)
+    return FormatDataset(os.fspath(root), format=kind, **kwargs)
+
+
+def open_stream(root: Path, fmt: str, **kwargs):
+    """The streaming dataset over ``fmt``'s shards at ``root``."""
+    from fastdata.datasets import FormatStream
+
+    return FormatStream(os.fspath(root), format=fmt, **kwargs)
 
 
 # Picklable transforms (spawn workers import this module by name).

@@ -3,6 +3,8 @@ behaviour plus fastdata's), checked once per dataset class on generated data."""
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import pickle
 
 import numpy as np
@@ -11,9 +13,12 @@ import torch
 from dskit import CLASSES, KINDS, N, draw, image_bytes, index_of, label_of, open_kind, plus_100, width_of, write_kind
 from PIL import Image
 
+import fastdata
 from fastdata import rng
-from fastdata.datasets import open_dataset
-from fastdata.errors import FastDataError
+from fastdata.datasets import FormatDataset, FormatStream, open_dataset
+from fastdata.errors import ConfigError, FastDataError
+from fastdata.formats import registry
+from fastdata.transforms import EncodedImage
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +84,6 @@ def test_sample_key_runs_the_transform_under_its_own_generator(written):
 
 def test_decode_aware_transform_gets_encoded_bytes(written):
     kind, root = written
-    transforms = pytest.importorskip("fastdata.transforms")
     seen = []
 
     class Probe:
@@ -92,7 +96,7 @@ def test_decode_aware_transform_gets_encoded_bytes(written):
     ds = open_kind(root, kind, transform=Probe())
     assert ds[3] == ("probed", label_of(3))
     (encoded,) = seen
-    assert isinstance(encoded, transforms.EncodedImage)
+    assert isinstance(encoded, EncodedImage)
     assert bytes(encoded.data) == image_bytes(3)
     assert encoded.name  # errors raised while decoding name the sample
 
@@ -142,19 +146,34 @@ def test_dataloader_spawn_workers_every_class(roots):
     assert targets == [label_of(i) for i in range(N)] * len(KINDS)
 
 
+# format -> the registry's public (alias) name for its map-style and streaming classes
+ALIASES = {(fmt, kind): name for name, (fmt, kind) in registry.public_names().items()}
+
+
 def test_open_dataset_picks_the_class(written):
     kind, root = written
     ds = open_dataset(root, decode=False)
-    assert type(ds).__name__ == {
-        "folder": "ImageFolder",
-        "recordio": "RecordIODataset",
-        "tfrecord": "TFRecordDataset",
-        "lmdb": "LMDBDataset",
-    }[kind]
+    expected = "ImageFolder" if kind == "folder" else ALIASES.get((kind, "dataset"), "FormatDataset")
+    assert type(ds).__name__ == expected
     assert bytes(ds[7][0]) == image_bytes(7)
 
 
-@pytest.mark.parametrize("kind", ["recordio", "tfrecord", "lmdb"])
+@pytest.mark.parametrize("alias", sorted(registry.public_names()))
+def test_per_format_names_are_the_generic_classes_with_the_format_fixed(alias, roots):
+    fmt, kind = registry.public_names()[alias]
+    cls = getattr(fastdata, alias)
+    assert issubclass(cls, {"dataset": FormatDataset, "stream": FormatStream}[kind]) and cls.fixed_format == fmt
+    assert cls is getattr(fastdata.datasets, alias) and pickle.loads(pickle.dumps(cls)) is cls
+    options = [f.name for f in dataclasses.fields(registry.get(fmt).options)]
+    assert set(options) <= set(inspect.signature(cls).parameters) and cls.__doc__
+    ds = cls(roots[fmt], decode=False)
+    assert (ds.format, len(ds)) == (fmt, N)
+    other = next(name for name in registry.names() if name != fmt)
+    with pytest.raises(ConfigError, match=f"reads {fmt} shards, not {other}"):
+        cls(roots[fmt], format=other)
+
+
+@pytest.mark.parametrize("kind", registry.names())
 def test_a_converters_targets_file_is_used(tmp_path, kind):
     from fastdata.formats import Manifest
 

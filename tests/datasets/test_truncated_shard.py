@@ -7,33 +7,33 @@ import os
 import re
 
 import pytest
-from dskit import FORMATS, write_kind
+from dskit import FORMATS, open_stream, write_kind
 
 from fastdata.datasets import open_dataset
 from fastdata.errors import FormatError
-from fastdata.formats.manifest import Manifest
+from fastdata.formats import Manifest, registry
 
 
 def _truncate_last_shard(root) -> tuple[str, int, int]:
     m = Manifest.read(root)
     info = m.shards[-1]
-    path = root / info.file
-    if path.is_dir():  # an LMDB shard: its data.mdb is what the manifest measures
-        path = path / "data.mdb"
+    path = registry.get(m.format).data_file(root / info.file)  # what the manifest measures
     os.truncate(path, info.bytes - 100)
     return str(path), info.bytes - 100, info.bytes
 
 
+def _map_style(root, fmt):
+    return open_dataset(root)
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("streaming", [False, True])
-def test_open_refuses_a_truncated_shard(tmp_path, fmt, streaming):
-    if streaming and fmt == "lmdb":
-        pytest.skip("LMDB has no stream")
+@pytest.mark.parametrize("opener", [_map_style, open_stream])
+def test_open_refuses_a_truncated_shard(tmp_path, fmt, opener):
     root = write_kind(tmp_path / fmt, fmt)
-    assert len(open_dataset(root, streaming=streaming)) == 24
+    assert len(opener(root, fmt)) == 24
     path, size, expected = _truncate_last_shard(root)
     with pytest.raises(FormatError) as info:
-        open_dataset(root, streaming=streaming)
+        opener(root, fmt)
     message = str(info.value)
     assert path in message and f"is {size} bytes but the manifest says {expected}" in message
     assert f"fastdata verify {root}" in message and "re-convert" in message

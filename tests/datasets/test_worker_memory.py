@@ -9,9 +9,8 @@ import gc
 
 import pytest
 import torch
-from dskit import CLASSES, FORMATS, samples
+from dskit import CLASSES, FORMATS, open_kind, open_stream, samples
 
-from fastdata.datasets import RecordIOStream, TFRecordStream
 from fastdata.formats.dataset_writer import write_dataset
 
 EPOCHS = 5
@@ -34,21 +33,11 @@ def probe(_image) -> tuple[int, int, int] | None:
     return torch.utils.data.get_worker_info().id, len(gc.get_objects()), anon
 
 
-def _dataset(kind, root):
-    from dskit import open_kind
-
-    if kind == "recordio-stream":
-        return RecordIOStream(root, transform=probe, shuffle_buffer=8)
-    if kind == "tfrecord-stream":
-        return TFRecordStream(root, transform=probe, shuffle_buffer=8)
-    return open_kind(root, kind, transform=probe)
-
-
-@pytest.mark.parametrize("kind", [*FORMATS, "recordio-stream", "tfrecord-stream"])
-def test_persistent_workers_do_not_grow(tmp_path, kind):
-    write_dataset(tmp_path, kind.split("-")[0], samples(), CLASSES, shard_bytes=1500)
-    ds = _dataset(kind, tmp_path)
-    stream = hasattr(ds, "set_epoch")
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("stream", [False, True], ids=["map", "stream"])
+def test_persistent_workers_do_not_grow(tmp_path, fmt, stream):
+    write_dataset(tmp_path, fmt, samples(), CLASSES, shard_bytes=1500)
+    ds = open_stream(tmp_path, fmt, transform=probe, shuffle_buffer=8) if stream else open_kind(tmp_path, fmt, transform=probe)
     loader = torch.utils.data.DataLoader(
         ds,
         batch_size=None,

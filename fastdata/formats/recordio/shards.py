@@ -86,18 +86,27 @@ class ShardReader:
     """
 
     def __init__(self, rec: str | os.PathLike[str], index: str | os.PathLike[str] | None = None) -> None:
-        self.records = Reader(rec, index)
+        self.reader = Reader(rec, index)
 
     @property
     def path(self) -> str:
-        return self.records.rec
+        return self.reader.rec
+
+    @property
+    def records(self) -> Reader:
+        """The raw record reader (its former name; ``reader`` as in the other formats)."""
+        return self.reader
 
     def __len__(self) -> int:
-        return len(self.records)
+        return len(self.reader)
+
+    def close(self) -> None:
+        """Unmap the file (it reopens on next use)."""
+        self.reader.close()
 
     def sample(self, i: int) -> tuple[bytes, Label]:
         """Image bytes and label of the ``i``-th record in file order."""
-        payload = self.records[i]
+        payload = self.reader[i]
         if len(payload) >= IR_SIZE:
             flag, label, _, _ = _unpack_ir(payload)
             if flag == 0:
@@ -109,7 +118,7 @@ class ShardReader:
 
     def header(self, i: int) -> IRHeader:
         """The full :class:`IRHeader` of the ``i``-th record (ids included)."""
-        payload = self.records[i]
+        payload = self.reader[i]
         try:
             return unpack(payload)[0]
         except FormatError:
@@ -120,12 +129,12 @@ class ShardReader:
         need = IR_SIZE + 4 * flag
         raise FormatError(
             f"record of {len(payload)} bytes is too short for its IRHeader and labels ({need} bytes)",
-            path=self.records.rec, offset=self.records.offset(i), key=self.records.key(i),
+            path=self.reader.rec, offset=self.reader.offset(i), key=self.reader.key(i),
             hint="this is not an image RecordIO file (use fastdata.formats.recordio.Reader for raw records)",
         )
 
     def __repr__(self) -> str:
-        return f"ShardReader({self.records.rec!r}, {len(self)} records)"
+        return f"ShardReader({self.reader.rec!r}, {len(self)} records)"
 
 
 ImageRecordReader = ShardReader  # its former name, kept importable

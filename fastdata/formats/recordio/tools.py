@@ -59,13 +59,13 @@ class PayloadReader:
     the image None when the payload is no IRHeader + image file."""
 
     def __init__(self, rec: str | os.PathLike[str]) -> None:
-        self.records = Reader(rec)
+        self.reader = Reader(rec)
 
     def __len__(self) -> int:
-        return len(self.records)
+        return len(self.reader)
 
     def sample(self, j: int) -> tuple[bytes | None, None]:
-        payload = self.records[j]  # raises FormatError for damaged framing
+        payload = self.reader[j]  # raises FormatError for damaged framing
         try:
             image = unpack(payload)[1]
         except FastDataError:
@@ -73,7 +73,7 @@ class PayloadReader:
         return (image if image_kind(image) != "?" else None), None
 
     def close(self) -> None:
-        self.records.close()
+        self.reader.close()
 
 
 def verify(found: Detected) -> FileCheck:

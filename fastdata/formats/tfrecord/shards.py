@@ -134,6 +134,10 @@ class ShardReader:
     def __len__(self) -> int:
         return len(self.reader)
 
+    def close(self) -> None:
+        """Unmap the file (it reopens on next use)."""
+        self.reader.close()
+
     def sample(self, i: int) -> tuple[bytes, Label]:
         """Record ``i`` as ``(image_bytes, label)`` with a 0-based label (see :func:`open_shard`)."""
         record = self.reader[i]
