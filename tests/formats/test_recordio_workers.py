@@ -1,4 +1,5 @@
-"""RecordIO readers across processes (pickle, fork, spawn) and their speed (printed, not asserted)."""
+"""RecordIO readers across processes (pickle, fork, spawn), and the time to load a
+full-size index (read speed is measured by ``benchmarks/raw_reads.py``)."""
 
 from __future__ import annotations
 
@@ -70,29 +71,13 @@ def test_dataloader_workers(tmp_path, context):
     assert len(pids) == 2 and os.getpid() not in pids
 
 
-def _rate(fn, order, rounds: int = 3) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.process_time()
-        for i in order:
-            fn(i)
-        best = min(best, time.process_time() - start)
-    return len(order) / best
+# ImageNet-1k's .idx loads in ~0.1 s of CPU with whole-array numpy; the
+# per-line fallback alone takes ~0.5 s, so this bound catches a fall to it.
+# CPU time, not wall time: other processes on the machine do not count.
+INDEX_PARSE_BOUND_S = 0.3
 
 
-def test_measure_random_read_rate(tmp_path, capsys):
-    rec, _ = _shard(tmp_path, 10_000)
-    reader, samples = Reader(rec), open_shard(rec)
-    order = np.random.default_rng(0).permutation(len(reader)).tolist()
-    list(reader)  # page cache and mapping warm
-    raw, sample = _rate(reader.__getitem__, order), _rate(samples.sample, order)
-    with capsys.disabled():
-        print(f"\nrecordio random reads, 10k records of 100-500 B, one core: r[i] {raw:,.0f}/s, ", end="")
-        print(f"sample(i) {sample:,.0f}/s")
-    assert raw > 0 and sample > 0
-
-
-def test_measure_index_parse(tmp_path, capsys):
+def test_a_full_size_index_loads_fast(tmp_path):
     n = 1_281_167
     rng = np.random.default_rng(0)
     offsets = np.cumsum(rng.integers(1, 40_000, n)) * 4
@@ -101,11 +86,10 @@ def test_measure_index_parse(tmp_path, capsys):
     rec = tmp_path / "big.rec"
     with open(rec, "wb") as f:  # sparse: only the size matters until a record is read
         f.truncate(int(offsets[-1]) + 4096)
-    start = time.perf_counter()
+    start = time.process_time()
     reader = Reader(rec, tmp_path / "big.idx")
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     assert len(reader) == n and reader.offset(0) == offsets[0] and reader.offset(-1) == offsets[-1]
     keys, _ = parse_index(tmp_path / "big.idx")
     assert np.array_equal(reader.keys(), keys)  # lines were written in offset order
-    with capsys.disabled():
-        print(f"\nrecordio: {n:,}-line .idx parsed, validated and sorted in {elapsed:.2f} s")
+    assert elapsed < INDEX_PARSE_BOUND_S, f"{n:,}-line .idx took {elapsed:.2f} s of CPU to parse, validate and sort"

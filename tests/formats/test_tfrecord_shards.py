@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch.utils.data
 from conftest import requires_dali
 
 from fastdata.errors import FormatError
@@ -233,13 +234,12 @@ def test_shard_pickles_with_paths_only(tmp_path):
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("context", ["fork", "spawn"])
 def test_dataloader_workers(tmp_path, context):
-    torch_data = pytest.importorskip("torch.utils.data")
     samples = make_samples(16)
     path = tmp_path / "w.tfrecord"
     tfr.write_shard(path, samples)
     shard = tfr.open_shard(path)
     len(shard)  # opened in the parent first: workers must reopen, not inherit the map
-    loader = torch_data.DataLoader(
+    loader = torch.utils.data.DataLoader(
         ShardDataset(shard), batch_size=3, num_workers=2, collate_fn=list, multiprocessing_context=context
     )
     got = [item for batch in loader for item in batch]
