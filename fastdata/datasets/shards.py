@@ -192,6 +192,17 @@ def per_format(name: str, kind: str, base: type) -> type:
     return _ALIASES[name]
 
 
+def public_class(format_name: str, kind: str = "dataset") -> type:
+    """The class ``open_dataset`` gives for ``format_name``: its registry alias
+    of ``kind`` ("dataset" or "stream") when there is one, else the generic class."""
+    if kind == "stream":
+        from .iterable import FormatStream as base  # iterable imports this module
+    else:
+        base = FormatDataset
+    names = [n for n, found in registry.public_names().items() if found == (format_name, kind)]
+    return per_format(names[0], kind, base) if names else base
+
+
 def __getattr__(name: str) -> type:
     # RecordIODataset, TFRecordDataset, LMDBDataset...: importable (and
     # picklable) by name from this module, as before they were aliases.

@@ -16,6 +16,7 @@ from PIL import Image
 import fastdata
 from fastdata import rng
 from fastdata.datasets import FormatDataset, FormatStream, open_dataset
+from fastdata.datasets.shards import public_class
 from fastdata.errors import ConfigError, FastDataError
 from fastdata.formats import registry
 from fastdata.transforms import EncodedImage
@@ -163,7 +164,7 @@ def test_per_format_names_are_the_generic_classes_with_the_format_fixed(alias, r
     fmt, kind = registry.public_names()[alias]
     cls = getattr(fastdata, alias)
     assert issubclass(cls, {"dataset": FormatDataset, "stream": FormatStream}[kind]) and cls.fixed_format == fmt
-    assert cls is getattr(fastdata.datasets, alias) and pickle.loads(pickle.dumps(cls)) is cls
+    assert cls is getattr(fastdata.datasets, alias) is public_class(fmt, kind) and pickle.loads(pickle.dumps(cls)) is cls
     options = [f.name for f in dataclasses.fields(registry.get(fmt).options)]
     assert set(options) <= set(inspect.signature(cls).parameters) and cls.__doc__
     ds = cls(roots[fmt], decode=False)

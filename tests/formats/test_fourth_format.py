@@ -17,6 +17,7 @@ import pytest
 
 from fastdata import make_loader
 from fastdata.datasets import FormatDataset, FormatStream
+from fastdata.datasets.shards import public_class
 from fastdata.formats import registry
 from fastdata.formats.dataset_writer import write_dataset
 
@@ -58,6 +59,7 @@ def _raw(batch):
 def test_generic_dataset_stream_and_make_loader_read_it(npr):
     expected = [(bytes([i]) * (i + 1), i % 3) for i in range(10)]
     ds = FormatDataset(npr, decode=False)
+    assert (public_class("npr"), public_class("npr", "stream")) == (FormatDataset, FormatStream)  # no aliases
     assert (ds.format, len(ds), ds.classes) == ("npr", 10, ["a", "b", "c"]) and len(ds.shards.paths) > 1
     loader = make_loader(ds, 4, train=False, workers=0, collate_fn=_raw, rank=0, world_size=1)
     assert [item for batch in loader for item in batch] == expected
