@@ -6,7 +6,8 @@ what ``fast_collate`` packs) or a CHW uint8 torch tensor (``output="tensor"``).
 Those with ``decode_aware = True`` (RandomResizedCrop, Resize, CenterCrop,
 ResizedCenterCrop, and a Compose that starts with one) read the header of an
 EncodedImage, decode only the region they need at the cheapest DCT scale and
-resize it with an antialiased filter. Randomness comes only from
+resize it with an antialiased filter: in C when the compiled crop decoder is
+built (``fastdata.decode.native_status()``), else in Python. Randomness comes only from
 :func:`fastdata.rng.generator` or an explicit ``generator=``.
 """
 

@@ -138,7 +138,7 @@ def test_edge_case_jpegs_are_upright_rgb(shared_data):
 
 
 @needs_native
-def test_cmyk_recoverable_and_non_jpeg_are_declined(shared_data):
+def test_cmyk_12_bit_recoverable_and_non_jpeg_are_declined(shared_data):
     edge = shared_data / "photos" / "edgecases"
     cmyk = (edge / "cmyk_jpeg" / "pil_sample_cmyk.jpg").read_bytes()
     assert crop(cmyk, 1, (0, 0, 8, 8))[0] == cd.STATUS_UNSUPPORTED
@@ -147,6 +147,9 @@ def test_cmyk_recoverable_and_non_jpeg_are_declined(shared_data):
     bad_exif = (edge / "gray_jpeg" / "hopper_bad_exif.jpg").read_bytes()
     assert crop(bad_exif, 1, (0, 0, 500, 500))[0] == cd.STATUS_RECOVERABLE
     assert crop(bad_exif, 1, (0, 0, 8, 8)).shape == (8, 8, 3)  # the warning comes after these rows
+    twelve_bit = bytearray(jpeg(photo(32, 32)))
+    twelve_bit[twelve_bit.index(b"\xff\xc0") + 4] = 12  # SOF precision: a valid file this libjpeg cannot take
+    assert crop(bytes(twelve_bit), 1, (0, 0, 8, 8)) == (cd.STATUS_UNSUPPORTED, "Unsupported JPEG data precision 12")
     png = (edge / "png_palette" / "pal8.png").read_bytes()
     assert native.decode_resized(png, read_info(png), None, (8, 8)) is None
 

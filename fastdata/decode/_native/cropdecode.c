@@ -35,8 +35,12 @@ struct fd_ctx {
 
 static void fd_error_exit(j_common_ptr cinfo) {
     struct fd_jerr *e = (struct fd_jerr *)cinfo->err;
+    int code = cinfo->err->msg_code;
     (*cinfo->err->format_message)(cinfo, e->message);
-    e->status = FD_ERROR;
+    /* Valid files this libjpeg build cannot take (12-bit, odd colour spaces):
+     * the caller's other decoders decide. */
+    e->status = code == JERR_BAD_PRECISION || code == JERR_CONVERSION_NOTIMPL || code == JERR_NOT_COMPILED
+                    ? FD_UNSUPPORTED : FD_ERROR;
     longjmp(e->jump, 1);
 }
 

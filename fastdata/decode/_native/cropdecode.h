@@ -12,7 +12,7 @@ enum fd_status {
     FD_OK = 0,
     FD_ERROR = 1,        /* corrupt or truncated data: message says what */
     FD_TOO_LARGE = 2,    /* width x height above max_pixels (checked from the header) */
-    FD_UNSUPPORTED = 3,  /* CMYK/YCCK: the caller's other decoders handle it */
+    FD_UNSUPPORTED = 3,  /* CMYK/YCCK, 12-bit, ...: the caller's other decoders decide */
     FD_RECOVERABLE = 4,  /* a libjpeg warning that loses no pixels: decode elsewhere */
     FD_NOMEM = 5,
     FD_BADARG = 6        /* a request that does not fit this image */
