@@ -16,7 +16,7 @@ import pytest
 from fastdata.errors import FormatError
 from fastdata.formats import tfrecord as tfr
 from fastdata.formats.sample import Sample
-from fastdata.formats.tfrecord.example_parse import find_features
+from fastdata.formats.tfrecord.example_find import find_features
 from fastdata.formats.tfrecord.fastpath import image_and_label
 
 KEYS = (tfr.IMAGE_KEY.encode(), tfr.LABEL_KEY.encode())

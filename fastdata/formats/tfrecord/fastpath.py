@@ -10,7 +10,7 @@ them directly, instead of walking the generic protobuf parser. Anything that
 deviates in the slightest (another key order, extra or missing features, a
 multi-value, negative or float label, nested lengths that do not end where
 their entry ends, entries that do not chain up to the end of the record) returns ``None`` and
-the caller uses :func:`.example_parse.find_features`, which handles and
+the caller uses :func:`.example_find.find_features`, which handles and
 reports everything. The check is strict enough that whenever it accepts a
 record the general parser returns the same image and label: every map entry
 is checked to be well formed and to end where the next begins, and the

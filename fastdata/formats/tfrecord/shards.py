@@ -24,12 +24,11 @@ from ..images import image_kind
 from ..manifest import Manifest
 from ..sample import Label, Sample, ShardInfo
 from .example_encode import encode_example
+from .example_find import feature_value, find_features
 from .example_parse import (
     BYTES,
     FLOAT,
     INT64,
-    feature_value,
-    find_features,
     int64_list,
     parse_example,
 )
