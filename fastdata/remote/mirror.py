@@ -15,13 +15,14 @@ import dataclasses
 import json
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, FormatError, ManifestError
+from ..errors import ConfigError, FormatError, ManifestError, RemoteError
 from ..formats._atomic import remove, write_text_atomic
 from ..formats.manifest import MANIFEST_NAME, Manifest
-from .cache import ShardCache, locked, lock_path
+from .cache import Expected, ShardCache, lock_path, locked
 from .retry import RetryPolicy
 from .store import _SECRET_OPTIONS, Store
 from .urls import cache_key, scrub_url
@@ -137,16 +138,26 @@ class Mirror:
         the same file raises the same error instead of downloading again."""
         if name in self._failed:
             raise self._failed[name]
-        try:
-            return self._fetch(name)
-        except (FormatError, FileNotFoundError) as exc:
-            error = exc if isinstance(exc, FormatError) else self.missing(name)
-            self._failed[name] = error
-            raise error from None
+        policy = self.store.policy
+        start, delay = time.monotonic(), policy.first_delay
+        while True:
+            try:
+                return self._fetch(name)
+            except FormatError as exc:
+                self._failed[name] = exc
+                raise
+            except FileNotFoundError:
+                if self.store.size(MANIFEST_NAME) is not None:  # the dataset is there, this file is not
+                    self._failed[name] = self.missing(name)
+                    raise self._failed[name] from None
+            # no manifest either: a server that is starting up (or a whole dataset being re-uploaded)
+            if time.monotonic() - start + delay > policy.total_seconds:
+                raise RemoteError(f"downloading {scrub_url(self.store.url_of(name))}: neither it nor the dataset's "
+                                  f"{MANIFEST_NAME} is there (for {policy.total_seconds:g} s)")
+            time.sleep(delay)
+            delay = min(delay * 2, policy.max_delay)
 
     def _fetch(self, name: str) -> Path:
-        from .cache import Expected
-
         info = self.shards.get(name)
         if info is None:
             return self.cache.fetch(self.directory, name, self.store, Expected())
@@ -181,6 +192,14 @@ def evictable_files(directory: Path) -> list[str]:
 
 _MIRRORS: dict[str, Mirror | None] = {}
 _lock = threading.Lock()
+
+
+def _fresh_lock_in_child() -> None:  # a fork while a read-ahead thread held it would leave it locked forever
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_fresh_lock_in_child)
 
 
 def mirror_of(directory: str | os.PathLike[str]) -> Mirror | None:

@@ -55,6 +55,14 @@ _current: _ReadAhead | None = None
 _lock = threading.Lock()
 
 
+def _fresh_lock_in_child() -> None:  # a fork while a read-ahead thread held it would leave it locked forever
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_fresh_lock_in_child)
+
+
 def _get() -> _ReadAhead:
     global _current
     with _lock:

@@ -23,9 +23,11 @@ from .urls import scrub, scrub_url
 T = TypeVar("T")
 
 # Errors retrying cannot fix: the object is not there, the credentials are
-# refused, the request itself is wrong, or the local disk is full.
+# refused, the protocol cannot do it. Anything else -- a client library's
+# odd exception while a server restarts included -- is tried again until the
+# budget is spent, then reported with its type and message.
 PERMANENT = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, NotImplementedError,
-             ValueError, TypeError, AttributeError, KeyError, FastDataError)
+             FastDataError)
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 

@@ -34,6 +34,14 @@ _ENV_PREFIXES = ("AWS_", "GOOGLE_", "GCS", "FSSPEC_", "HTTP_PROXY", "HTTPS_PROXY
 _SECRET_OPTIONS = ("key", "secret", "token", "password", "session_token", "client_secret")
 
 _lock = threading.Lock()
+
+
+def _fresh_lock_in_child() -> None:  # a fork while a read-ahead thread held it would leave it locked forever
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_fresh_lock_in_child)
 _filesystems: dict[tuple[int, str, str], Any] = {}
 
 
