@@ -13,7 +13,7 @@ import pytest
 from remotekit import image_bytes, unique_prefix
 
 import fastdata
-from converters import remote_io
+from fastdata.converters import remote_io
 from fastdata.remote import localize
 
 BUCKET = "fastdata-cli"
@@ -76,7 +76,7 @@ def test_an_interrupted_upload_leaves_no_manifest_and_resume_finishes_it(bucket,
         real_upload(self, local, name)
 
     monkeypatch.setattr(remote_io.Store, "upload", upload_then_crash)
-    from converters.cli import main
+    from fastdata.converters.cli import main
 
     assert main(_convert_args(source, url)) == 130  # "run the same command with --resume to finish"
     monkeypatch.setattr(remote_io.Store, "upload", real_upload)
