@@ -149,8 +149,9 @@ class SeaweedS3(Server):
 
     def stop(self) -> None:
         super().stop()
-        for sock in Path("/tmp").glob("seaweedfs-*-grpc-*.sock"):
-            if any(sock.name.endswith(f"-{port}.sock") for port in self.ports.values()):
+        ours = {f"-{port}.sock" for port in self.ports.values()}
+        for sock in Path("/tmp").glob("seaweedfs-*.sock"):  # the unix sockets it makes beside each port
+            if any(sock.name.endswith(suffix) for suffix in ours):
                 sock.unlink(missing_ok=True)
 
 
