@@ -3,7 +3,7 @@
 Installed as ``fastdata.converters`` (the source folder is ``converters/``);
 the library itself never imports it. Subcommands (each has ``--help``):
 
-* ``fastdata convert SRC OUT --format {recordio,lmdb,tfrecord}``: an
+* ``fastdata convert SRC OUT --format FMT`` (a registered format): an
   ImageFolder tree (or ``--list FILE --root DIR``, an im2rec list) into a
   dataset directory of shards plus ``manifest.json``. With
   ``--val-fraction F``, ``OUT/train`` and ``OUT/val`` are two such

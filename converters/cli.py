@@ -17,9 +17,9 @@ from collections.abc import Sequence
 
 from fastdata._version import __version__
 from fastdata.errors import ConfigError, FastDataError
+from fastdata.formats import registry
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
-FORMATS = ("lmdb", "recordio", "tfrecord")
 
 _EXIT_HELP = "exit status: 0 ok, 1 problems found (see messages), 2 error, 130 interrupted"
 
@@ -63,7 +63,7 @@ def _error(message: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fastdata",
-        description="Convert image folders into RecordIO / LMDB / TFRecord shards, and inspect or verify shards.",
+        description=f"Convert image folders into shards ({', '.join(registry.names())}), and inspect or verify shards.",
         epilog=_EXIT_HELP,
     )
     parser.add_argument("--version", action="version", version=f"fastdata {__version__}")
@@ -103,7 +103,7 @@ def _add_convert(sub) -> None:
         epilog=_EXIT_HELP + "; 1 here means files were skipped (finish with --resume --allow-skips)",
     )
     p.add_argument("paths", nargs="+", metavar="SRC OUT", help="source folder and output directory (just OUT with --list)")
-    p.add_argument("--format", required=True, choices=FORMATS, help="output format")
+    p.add_argument("--format", required=True, choices=registry.names(), help="output format (a registered one)")
     p.add_argument("--list", dest="list_file", metavar="FILE", help="im2rec .lst (index, label(s), path) instead of a folder")
     p.add_argument("--root", metavar="DIR", help="folder the --list paths are relative to (default: the list's folder)")
     g = p.add_argument_group("shards and order")
@@ -155,12 +155,13 @@ def _env_int(name: str, default: int) -> int:
 
 
 def _run_convert(args: argparse.Namespace) -> int:
+    from fastdata.remote.urls import is_url
+
     from .convert import ConvertRequest, convert
     from .pack import RunOptions
     from .parallel import available_cpus
     from .plan import PlanOptions
     from .scan import DEFAULT_EXTENSIONS, normalize_extensions
-    from fastdata.remote.urls import is_url
 
     if args.list_file is not None:
         if len(args.paths) != 1:
@@ -231,9 +232,10 @@ def _add_merge(sub) -> None:
 def _add_inspect(sub) -> None:
     p = sub.add_parser(
         "inspect",
-        help="show what a dataset directory, shard, .rec, .tfrecord or LMDB holds",
+        help="show what a dataset directory or a shard (fastdata's or another tool's) holds",
         description="Print the format, record count, classes and a few records (keys, labels, sizes, image "
-        "format) of PATH: a fastdata dataset directory, one shard, or a file written by MXNet, TensorFlow or Caffe.",
+        "format) of PATH: a fastdata dataset directory, or one shard of a registered format, fastdata's or "
+        "written by another tool (MXNet, TensorFlow, Caffe...).",
         epilog=_EXIT_HELP,
     )
     p.add_argument("path", metavar="PATH")
@@ -272,10 +274,11 @@ def _run_verify(args: argparse.Namespace) -> int:
 def _add_index(sub) -> None:
     p = sub.add_parser(
         "index",
-        help="build the index of .rec / .tfrecord files written elsewhere",
-        description="Write FILE.idx for each .rec (MXNet's key<TAB>offset) and FILE.tfrecord.idx for each "
-        ".tfrecord (the 'offset length' lines DALI and tfrecord2idx use). The format is read from the file's "
-        "first bytes, not its name.",
+        help="build the index of shards written elsewhere (for formats that have index files)",
+        description="Write the index file of each FILE where its format has one, as that format's tools "
+        "expect it (e.g. x.rec -> x.idx, MXNet's key<TAB>offset; x.tfrecord -> x.tfrecord.idx, the "
+        "'offset length' lines DALI and tfrecord2idx use). The format is read from the file's first bytes "
+        "before its name.",
         epilog=_EXIT_HELP,
     )
     p.add_argument("files", nargs="+", metavar="FILE")

@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from fastdata.errors import ConfigError, FastDataError
+from fastdata.errors import ConfigError
 from fastdata.formats import dataset_writer
 from fastdata.formats._atomic import write_text_atomic
 from fastdata.formats.manifest import Manifest
@@ -39,7 +39,6 @@ from .pack import RunOptions, write_shards
 from .plan import Plan, PlanOptions
 from .report import Progress, Summary
 from .scan import DEFAULT_EXTENSIONS
-
 
 #: Beside each split's shards: the source file of every sample, one JSON string per line
 #: (named by the manifest's ``extra["sources"]``).

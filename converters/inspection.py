@@ -4,23 +4,16 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
 
-from fastdata.errors import FastDataError
+from fastdata.formats import registry
+from fastdata.formats.hooks import json_label
+from fastdata.formats.images import image_kind
 
-from .probe import (
-    DATASET,
-    SPLITS,
-    Target,
-    identify,
-    image_kind,
-    image_size,
-    open_dataset_shard,
-)
+from .probe import DATASET, SPLITS, Target, identify, image_size, shard_opener
 
 
 def run(
@@ -72,10 +65,10 @@ def _describe_dataset(target: Target, records: int) -> dict[str, Any]:
             break
         if sizes[i] != info.bytes:
             continue  # its records cannot be trusted; the size problem is reported instead
-        reader = open_dataset_shard(target.path, m, i)
+        reader = shard_opener(target.path, m, i)()
         for j in range(min(len(reader), records - len(shown))):
             data, label = reader.sample(j)
-            entry = {"shard": info.file, "position": j, "key": _key(reader, j), "label": _label(label), "bytes": len(data)}
+            entry = {"shard": info.file, "position": j, "key": _key(reader, j), "label": json_label(label), "bytes": len(data)}
             if entry["key"] is None:
                 del entry["key"]
             if isinstance(label, int) and 0 <= label < len(m.classes):
@@ -101,83 +94,14 @@ def _describe_dataset(target: Target, records: int) -> dict[str, Any]:
 
 
 def _describe_shard(target: Target, records: int) -> dict[str, Any]:
+    """One shard, described by its format's ``inspect`` hook."""
     report: dict[str, Any] = {"path": str(target.path), "kind": "shard", "format": target.format}
-    if target.compressed:
-        report["compression"] = target.compressed
-    describe_records = {"recordio": _recordio_records, "tfrecord": _tfrecord_records, "lmdb": _lmdb_records}[target.format]
-    count, shown = describe_records(target, records)
+    if target.found.compression:
+        report["compression"] = target.found.compression
+    count, shown = registry.get(target.format).inspect(target.found, records)
     report["records"] = count
-    report["samples"] = shown
+    report["samples"] = [one.fields | (_image(one.image) if one.image is not None else {}) for one in shown]
     return report
-
-
-def _recordio_records(target: Target, n: int) -> tuple[int, list[dict[str, Any]]]:
-    from fastdata.formats.recordio import Reader, unpack
-
-    reader = Reader(target.data_file)
-    shown = []
-    for i in range(min(n, len(reader))):
-        payload = reader[i]
-        entry: dict[str, Any] = {"position": i, "key": int(reader.key(i)), "offset": int(reader.offset(i)), "bytes": len(payload)}
-        try:
-            header, image = unpack(payload)
-        except FastDataError:
-            entry["payload"] = "not an image record (shorter than the 24-byte IRHeader)"
-        else:
-            entry |= {"flag": header.flag, "label": _label(header.label), "id": int(header.id)}
-            entry |= {"image_bytes": len(image)} | _image(image)
-        shown.append(entry)
-    count = len(reader)
-    reader.close()
-    return count, shown
-
-
-def _tfrecord_records(target: Target, n: int) -> tuple[int, list[dict[str, Any]]]:
-    from fastdata.formats.tfrecord import (
-        Reader,
-        is_sequence_example,
-        parse_example,
-        parse_sequence_example,
-    )
-
-    reader = Reader(target.data_file)
-    shown = []
-    for i, record in zip(range(n), _iterate(reader)):
-        entry: dict[str, Any] = {"position": i, "bytes": len(record)}
-        if is_sequence_example(record):
-            context, lists = parse_sequence_example(record)
-            entry["type"] = "SequenceExample"
-            entry["context"] = {k: _feature(v) for k, v in context.items()}
-            entry["feature_lists"] = {k: f"{len(v)} steps" for k, v in lists.items()}
-        else:
-            features = parse_example(record)
-            entry["type"] = "Example"
-            entry["features"] = {k: _feature(v) for k, v in sorted(features.items())}
-            encoded = features.get("image/encoded")
-            if isinstance(encoded, list) and encoded and isinstance(encoded[0], bytes):
-                entry |= _image(encoded[0])
-        shown.append(entry)
-    count = len(reader)
-    reader.close()
-    return count, shown
-
-
-def _iterate(reader: Any) -> Iterator[bytes]:
-    yield from reader
-
-
-def _lmdb_records(target: Target, n: int) -> tuple[int, list[dict[str, Any]]]:
-    from fastdata.formats.lmdb import open_shard
-
-    reader = open_shard(target.path)
-    shown = []
-    for i in range(min(n, len(reader))):
-        data, label = reader.sample(i)
-        key = reader.key(i)
-        shown.append({"position": i, "key": key.decode("utf-8", "backslashreplace"), "label": _label(label), "bytes": len(data)} | _image(data))
-    count = len(reader)
-    _close(reader)
-    return count, shown
 
 
 def _key(reader: Any, j: int) -> Any:
@@ -204,27 +128,6 @@ def _image(data: bytes) -> dict[str, Any]:
     if size is not None:
         out["width"], out["height"] = size
     return out
-
-
-def _label(label: Any) -> Any:
-    if isinstance(label, np.ndarray):
-        return [round(float(x), 6) for x in label.ravel()]
-    if isinstance(label, (list, tuple)):
-        return [round(float(x), 6) for x in label]
-    if isinstance(label, (np.integer, int)):
-        return int(label)
-    return float(label)
-
-
-def _feature(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        items = value.ravel().tolist()
-        return items if len(items) <= 8 else f"{value.dtype} x {len(items)}: {items[:8]} ..."
-    if isinstance(value, list) and value and isinstance(value[0], bytes):
-        if len(value) == 1 and len(value[0]) <= 64:
-            return value[0].decode("utf-8", "backslashreplace")
-        return f"bytes x {len(value)} ({', '.join(str(len(v)) for v in value[:4])} bytes)"
-    return value
 
 
 def _jsonable(value: Any) -> Any:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from fastdata.errors import ConfigError, FastDataError
+from fastdata.formats import registry
 
 from . import state
 from .plan import Plan, PlanOptions, make_plan
@@ -101,7 +102,7 @@ def _scan(req: ConvertRequest, source: dict) -> ScanResult:
     if req.src is not None:
         scan = scan_folder(req.src, extensions=req.extensions, allow_empty_classes=req.allow_empty_classes)
     else:
-        from fastdata.formats.recordio import read_lst
+        from fastdata.formats.lst import read_lst
 
         if not os.path.isfile(req.list_file):
             raise ConfigError(f"{req.list_file}: list file does not exist")
@@ -112,10 +113,12 @@ def _scan(req: ConvertRequest, source: dict) -> ScanResult:
 
 def _make_plan(req: ConvertRequest, source: dict) -> Plan:
     scan = _scan(req, source)
-    if req.options.format == "lmdb" and any(not isinstance(it.label, int) for it in scan.items):
+    fmt = req.options.format
+    if not registry.get(fmt).label_vectors and any(not isinstance(it.label, int) for it in scan.items):
+        takes = [name for name in registry.names() if registry.get(name).label_vectors]
         raise ConfigError(
-            f"{req.list_file}: has label vectors or fractional labels, but caffe.Datum (the lmdb format) holds one "
-            "int label per image; use --format recordio or tfrecord"
+            f"{req.list_file}: has label vectors or fractional labels, but the {fmt} format holds one int label "
+            f"per image; use --format {' or '.join(takes)}"
         )
     if scan.skipped and req.run.on_error == "raise":
         path, reason = scan.skipped[0]

@@ -17,11 +17,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from fastdata.errors import ConfigError, ManifestError
 from fastdata.formats import dataset_writer
 from fastdata.formats._atomic import commit, partial_path
+from fastdata.order.seeds import conversion_generator
 
 from .scan import ScanResult, SourceItem
 
@@ -89,10 +88,6 @@ class Plan:
 
     def shards_for_node(self, node_rank: int, num_nodes: int) -> list[tuple[int, ShardPlan]]:
         return [(g, s) for g, s in enumerate(self.shards) if g % num_nodes == node_rank]
-
-    @property
-    def num_items(self) -> int:
-        return sum(len(s.items) for s in self.shards)
 
     def to_json(self) -> str:
         doc = {
@@ -191,7 +186,7 @@ def make_plan(scan: ScanResult, options: PlanOptions, source: dict[str, Any]) ->
     shards: list[ShardPlan] = []
     for n, (split, members) in enumerate(parts):
         if options.shuffle:
-            order = _rng(options.seed, _ORDER_STREAM, n).permutation(len(members))
+            order = conversion_generator(options.seed, _ORDER_STREAM, n).permutation(len(members))
             members = [members[i] for i in order]
         for index, (start, stop) in enumerate(_boundaries([m.size for m in members], options)):
             shards.append(
@@ -214,11 +209,6 @@ def make_plan(scan: ScanResult, options: PlanOptions, source: dict[str, Any]) ->
     )
 
 
-def _rng(seed: int, stream: int, sub: int = 0) -> np.random.Generator:
-    # PCG64 from a SeedSequence: a documented, version-stable stream per (seed, purpose).
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed & 0xFFFFFFFF, stream, sub])))
-
-
 def _choose_val(items: Sequence[SourceItem], fraction: float, seed: int) -> list[int]:
     """Positions of the validation items: ``round(fraction * n)`` of each class,
     never a class's last training image; positions of multi-label items are drawn
@@ -226,7 +216,7 @@ def _choose_val(items: Sequence[SourceItem], fraction: float, seed: int) -> list
     groups: dict[object, list[int]] = {}
     for pos, item in enumerate(items):
         groups.setdefault(item.label if isinstance(item.label, int) else None, []).append(pos)
-    rng = _rng(seed, _VAL_STREAM)
+    rng = conversion_generator(seed, _VAL_STREAM)
     chosen: list[int] = []
     for key in sorted(groups, key=lambda k: -1 if k is None else k):
         members = groups[key]

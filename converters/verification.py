@@ -3,10 +3,12 @@
 For a dataset directory: the manifest parses; each shard exists, has the
 manifest's size and sha256 and record count, and its index; every record
 reads (the format readers check framing and CRCs); int labels are valid
-class indices; the recordio DALI index covers every record; the
+class indices; what the format's ``finalize`` wrote is complete (its
+``check_finalized`` hook: RecordIO's DALI index covers every record); the
 converter's list of source files has one entry per record, and a problem
 with a record names the file it was converted from. For a single
-file: every record reads and an existing index agrees with a fresh scan.
+file: what the format's ``verify`` hook checks (an existing index agrees
+with a fresh scan), then every record reads.
 ``--decode`` also decodes every image. Exit 0 only when nothing was found.
 """
 
@@ -14,17 +16,17 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
 from fastdata.errors import FastDataError, ManifestError
+from fastdata.formats import MANIFEST_NAME, registry
 from fastdata.formats._atomic import sha256_file
-from fastdata.formats.manifest import MANIFEST_NAME
+from fastdata.formats.hooks import FileCheck
 
-from .probe import DATASET, SPLITS, Target, identify, shard_open_args
+from .probe import DATASET, SPLITS, Target, identify, shard_opener
 from .report import Progress
 from .verify_records import ShardSource, SourceFiles, check_records, image_decoder
 
@@ -98,6 +100,7 @@ def run(
 
 def _verify_dataset(target: Target, findings: Findings) -> None:
     m, directory = target.manifest, target.path
+    spec = registry.get(m.format)
     sources, counts, bases = [], [], []
     for i, info in enumerate(m.shards):
         path = directory / info.file
@@ -105,7 +108,7 @@ def _verify_dataset(target: Target, findings: Findings) -> None:
         if not path.exists():
             findings.problem(path, "shard listed in the manifest is missing")
             continue
-        data_file = path / "data.mdb" if path.is_dir() else path
+        data_file = spec.data_file(path)
         size = data_file.stat().st_size if data_file.is_file() else -1
         if size != info.bytes:
             findings.problem(data_file, f"size is {size} bytes, the manifest says {info.bytes}")
@@ -113,9 +116,9 @@ def _verify_dataset(target: Target, findings: Findings) -> None:
             findings.problem(data_file, "sha256 differs from the manifest's: the file changed or is damaged")
         if info.index and not (directory / info.index).is_file():
             findings.problem(directory / info.index, "index file listed in the manifest is missing")
-        source = ShardSource(*shard_open_args(directory, m, i))
+        source = ShardSource(path, shard_opener(directory, m, i))
         try:
-            reader = source.open(findings.decode)[1]
+            reader = source.open()
             n = len(reader)
             _close(reader)
         except (FastDataError, OSError) as exc:
@@ -130,9 +133,8 @@ def _verify_dataset(target: Target, findings: Findings) -> None:
     labels = _check_all(sources, counts, findings, m.classes, lambda k, j: source_files.at(bases[k] + j))
     if problem := source_files.problem(m.num_samples):
         findings.problem(source_files.path, problem)
-    dali = m.extra.get("dali_index")
-    if dali:
-        _check_dali_index(directory / dali, m.num_samples, findings)
+    for where, problem in spec.check_finalized(directory, m) if spec.check_finalized else ():
+        findings.problem(where, problem)
     if not findings.quiet and m.classes:
         shown = ", ".join(f"{c} {labels.get(k, 0)}" for k, c in enumerate(m.classes[:20]))
         print(f"fastdata verify: {directory}: per class: {shown}{' ...' if len(m.classes) > 20 else ''}", file=findings.stdout)
@@ -186,92 +188,41 @@ def _close(reader: Any) -> None:
         close()
 
 
-def _check_dali_index(path: Path, expected: int, findings: Findings) -> None:
-    if not path.is_file():
-        findings.problem(path, "the DALI index named in the manifest is missing")
-        return
-    lines = [ln for ln in path.read_text(encoding="ascii", errors="replace").splitlines() if ln.strip()]
-    if len(lines) != expected:
-        findings.problem(path, f"has {len(lines)} entries for {expected} records")
-
-
 def _verify_file(target: Target, findings: Findings) -> None:
     findings.shards += 1
-    if target.format == "tfrecord":
-        _verify_tfrecord(target, findings)
-        return
-    if target.format == "recordio":
-        if not _recordio_index_agrees(target.data_file, findings):
-            return
-        source = ShardSource(target.data_file, "recordio", raw_recordio=True)
-    else:
-        source = ShardSource(target.path, target.format)
-    try:
-        reader = source.open(findings.decode)[1]
-        n = len(reader)
-        _close(reader)
-    except FastDataError as exc:
-        findings.problem(source.path, str(exc))
-        return
-    _check_all([source], [n], findings, [])
-
-
-def _recordio_index_agrees(rec: Path, findings: Findings) -> bool:
-    """Compare an existing ``.idx`` with a fresh scan; False when the ``.rec`` cannot even be scanned."""
-    from fastdata.formats.recordio import build_index, parse_index
-
-    idx = rec.with_suffix(".idx")
-    if not idx.is_file():
-        return True
-    with tempfile.TemporaryDirectory() as tmp:
+    check: FileCheck = registry.get(target.format).verify(target.found)
+    for where, problem in check.problems:
+        findings.problem(where, problem)
+    path = target.found.data_file or target.path
+    if check.stream is not None:
+        _read_stream(path, check, findings)
+    elif check.records is not None:
+        source = ShardSource(path, check.records)
         try:
-            scanned = parse_index(build_index(rec, Path(tmp) / "scan.idx"))[1]
+            reader = source.open()
+            n = len(reader)
+            _close(reader)
         except FastDataError as exc:
-            findings.problem(rec, f"scanning the file: {exc}")
-            return False
-    try:
-        listed = parse_index(idx)[1]
-    except FastDataError as exc:
-        findings.problem(idx, str(exc))
-    else:
-        if sorted(listed.tolist()) != scanned.tolist():
-            findings.problem(idx, f"lists {len(listed)} record offsets; the file holds {len(scanned)} records at other offsets")
-    return True
+            findings.problem(source.path, str(exc))
+            return
+        _check_all([source], [n], findings, [])
 
 
-def _verify_tfrecord(target: Target, findings: Findings) -> None:
-    # sequential: a TFRecord file (maybe compressed) is read as a stream, without random access
-    from fastdata.formats.tfrecord import (
-        Reader,
-        build_index,
-        default_index_path,
-        parse_example,
-    )
-
-    path = target.data_file
-    index = Path(default_index_path(path))
-    if index.is_file() and not target.compressed:
-        with tempfile.TemporaryDirectory() as tmp:
-            try:
-                fresh = Path(build_index(path, Path(tmp) / "scan.idx"))
-                if fresh.read_bytes() != index.read_bytes():
-                    findings.problem(index, "disagrees with a fresh scan of the file (stale or damaged index)")
-            except FastDataError as exc:
-                findings.problem(path, str(exc))
-                return
+def _read_stream(path: Path, check: FileCheck, findings: Findings) -> None:
+    """Records read front to back, for formats without random access (a
+    compressed file); the first damaged record ends the read."""
     decoder = image_decoder() if findings.decode else None
     position = 0
     try:
-        for record in Reader(path, index=None if target.compressed else (index if index.is_file() else None)):
+        for record in check.stream():
             findings.records += 1
-            if decoder is not None:
-                encoded = parse_example(record).get("image/encoded")
-                if isinstance(encoded, list) and encoded:
+            if decoder is not None and check.image is not None:
+                image = check.image(record)
+                if image is not None:
                     try:
-                        decoder(encoded[0])
+                        decoder(image)
                     except Exception as exc:  # noqa: BLE001 - a decoder failure is a finding
                         findings.problem(path, f"record {position}: image does not decode ({type(exc).__name__}: {exc})")
             position += 1
     except FastDataError as exc:
-        # TFRecord has no resynchronisation marker: nothing after a damaged record can be trusted.
         findings.problem(path, f"record {position}: {exc} (records after it were not read)")

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from fastdata.errors import FastDataError
+from fastdata.formats import SampleReader
 
 from .parallel import ordered_map
-from .probe import image_kind
 
 CHUNK = 32  # records per task: enough to amortise a round trip, small enough to balance
 
@@ -32,36 +32,12 @@ _STATE: dict[str, Any] = {}
 
 @dataclasses.dataclass(frozen=True)
 class ShardSource:
-    """How to open one shard's records: ``format``'s ``open_shard(path, **options)``,
-    or (``raw_recordio``) a foreign ``.rec`` whose payloads may not be image records."""
+    """One shard's records: ``open()`` (picklable: workers call it) gives a
+    reader whose ``sample(j)`` is ``(image bytes or None, label)``; problems
+    name ``path``."""
 
     path: Path
-    format: str
-    options: dict[str, Any] = dataclasses.field(default_factory=dict)
-    raw_recordio: bool = False
-
-    def open(self, decode: bool) -> tuple[Callable[[int], tuple[bytes | None, Any]], Any]:
-        """``(read(j) -> (image bytes or None, label), reader)``."""
-        if not self.raw_recordio:
-            from fastdata.formats import registry
-
-            reader = registry.get(self.format).open_shard(self.path, **self.options)
-            return reader.sample, reader
-        from fastdata.formats.recordio import Reader, unpack
-
-        reader = Reader(self.path)
-
-        def read(j: int) -> tuple[bytes | None, Any]:
-            payload = reader[j]  # raises FormatError for damaged framing
-            if not decode:
-                return payload, None
-            try:
-                image = unpack(payload)[1]
-            except FastDataError:
-                return None, None  # not an image record: framing is all there is to check
-            return (image if image_kind(image) != "?" else None), None
-
-        return read, reader
+    open: Callable[[], SampleReader]
 
 
 @dataclasses.dataclass
@@ -160,7 +136,7 @@ def _init(sources: list[ShardSource], classes: list[str], decode: bool) -> None:
 
 
 def _close_readers() -> None:
-    for _, reader in _STATE.get("readers", {}).values():
+    for reader in _STATE.get("readers", {}).values():
         close = getattr(reader, "close", None)
         if callable(close):
             close()
@@ -172,12 +148,12 @@ def _check_task(task: tuple[int, int, int]) -> Chunk:
     readers = _STATE["readers"]
     if k not in readers:
         for other in list(readers):  # tasks come shard after shard: keep one reader open
-            _, reader = readers.pop(other)
+            reader = readers.pop(other)
             close = getattr(reader, "close", None)
             if callable(close):
                 close()
-        readers[k] = _STATE["sources"][k].open(_STATE["decode"])
-    read = readers[k][0]
+        readers[k] = _STATE["sources"][k].open()
+    read = readers[k].sample
     decoder, classes = _STATE["decoder"], _STATE["classes"]
     chunk = Chunk(k, checked=stop - start)
     for j in range(start, stop):

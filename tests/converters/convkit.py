@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 from fastdata.converters import cli
-from fastdata.converters.probe import open_dataset_shard
+from fastdata.converters.probe import shard_opener
 from PIL import Image
 
 from fastdata.formats.manifest import Manifest
@@ -31,7 +31,7 @@ def read_back(directory: Path) -> tuple[Manifest, list[tuple[bytes, object]]]:
     m = Manifest.read(directory)
     samples = []
     for i in range(len(m.shards)):
-        reader = open_dataset_shard(directory, m, i)
+        reader = shard_opener(directory, m, i)()
         samples += [reader.sample(j) for j in range(len(reader))]
     return m, samples
 

@@ -9,9 +9,9 @@ import pytest
 from convkit import manifest_json, read_back, rgb, run_cli, tree
 from PIL import Image
 
-from fastdata.formats import tfrecord
+from fastdata.formats import registry, tfrecord
 
-FORMATS = ["recordio", "tfrecord", "lmdb"]
+FORMATS = registry.names()
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -183,3 +183,19 @@ def test_progress_bar_only_on_a_terminal():
         quiet(10, 1)
         quiet.close()
         assert stream.getvalue() == ""
+
+
+@pytest.mark.parametrize("fmt", registry.names())
+def test_label_vectors_go_only_into_formats_that_declare_them(shared_data, tmp_path, capsys, fmt):
+    from fastdata.formats.lst import write_lst
+
+    root = shared_data / "vectors" / "images"
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.jpg"))[:3]
+    write_lst(tmp_path / "v.lst", [(i, (1.0, 0.5), rel) for i, rel in enumerate(files)])
+    code, _, err = run_cli(capsys, "convert", "--list", tmp_path / "v.lst", "--root", root, tmp_path / "o", "--format", fmt, "-q")
+    if registry.get(fmt).label_vectors:
+        assert code == 0, err
+        assert [np.ravel(lab).tolist() for _, lab in read_back(tmp_path / "o")[1]] == [[1.0, 0.5]] * 3
+    else:
+        takes = " or ".join(n for n in registry.names() if registry.get(n).label_vectors)
+        assert code == 2 and f"the {fmt} format holds one int label per image; use --format {takes}" in err

@@ -8,6 +8,7 @@ import pytest
 from convkit import make_folder, manifest_json, run_cli, tree
 
 from fastdata.converters.plan import PLAN_NAME
+from fastdata.formats import registry
 
 
 @pytest.fixture
@@ -24,7 +25,7 @@ def _user_files(directory):
     (directory / "mine.partial").write_text("not a fastdata partial file")
 
 
-@pytest.mark.parametrize("fmt", ["recordio", "tfrecord", "lmdb"])
+@pytest.mark.parametrize("fmt", registry.names())
 def test_overwrite_keeps_user_files_beside_a_finished_dataset(src, tmp_path, capsys, fmt):
     out = tmp_path / "out"
     assert run_cli(capsys, "convert", src, out, "--format", fmt, "--shards", "3", "-q")[0] == 0

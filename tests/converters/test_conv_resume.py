@@ -14,8 +14,9 @@ import pytest
 from convkit import jpeg, make_folder, run_cli, tree
 from fastdata.converters.plan import Plan
 from fastdata.converters.state import STATE_DIR
+from fastdata.formats import registry
 
-FORMATS = ["recordio", "tfrecord", "lmdb"]
+FORMATS = registry.names()
 
 
 def _convert_args(src, out, fmt):

@@ -21,7 +21,7 @@ def datasets(shared_data, tmp_path_factory):
     from fastdata.converters import cli
 
     root = tmp_path_factory.mktemp("ds")
-    for fmt in ("recordio", "tfrecord", "lmdb"):
+    for fmt in registry.names():
         assert cli.main(["convert", str(shared_data / "vectors" / "images"), str(root / fmt), "--format", fmt, "--shards", "2", "-q"]) == 0
     assert cli.main(["convert", str(shared_data / "vectors" / "images"), str(root / "split"), "--format", "lmdb", "--val-fraction", "0.3", "-q"]) == 0
     return root
@@ -97,13 +97,13 @@ def test_verify_reports_a_damaged_manifest_as_a_problem(datasets, tmp_path, caps
     assert code == 1 and f"PROBLEM {ds / 'manifest.json'}: not valid JSON" in out
 
 
-@pytest.mark.parametrize("fmt", ["recordio", "lmdb"])
+@pytest.mark.parametrize("fmt", registry.names())
 def test_inspect_flags_a_truncated_shard(datasets, tmp_path, capsys, fmt):
     ds = tmp_path / fmt
     shutil.copytree(datasets / fmt, ds)
     m = manifest_json(ds)
     info = m["shards"][1]
-    data_file = ds / info["file"] / "data.mdb" if fmt == "lmdb" else ds / info["file"]
+    data_file = registry.get(fmt).data_file(ds / info["file"])
     os.truncate(data_file, info["bytes"] - 50)
     code, out, err = run_cli(capsys, "inspect", ds)
     assert code == 1, out + err
@@ -115,7 +115,7 @@ def test_inspect_flags_a_truncated_shard(datasets, tmp_path, capsys, fmt):
     assert code == 1 and shard["bytes"] == info["bytes"] and shard["file_bytes"] == info["bytes"] - 50
 
 
-@pytest.mark.parametrize("fmt", ["recordio", "tfrecord", "lmdb"])
+@pytest.mark.parametrize("fmt", registry.names())
 def test_verify_clean_datasets(datasets, capsys, fmt):
     code, out, _ = run_cli(capsys, "verify", datasets / fmt, "--decode")
     assert code == 0 and "OK, 13 records in 2 shard(s) read and decoded" in out
