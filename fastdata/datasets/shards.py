@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ..errors import ConfigError
-from ..formats import registry
+from ..formats import Detected, registry
 from ..remote import hooks as remote_hooks
 from .base import ShardDataset, ShardLabels
 from .imaging import Transform
@@ -58,17 +58,24 @@ def open_shards(path: PathArg, format_name: str | None, options: dict[str, Any])
     """The ShardSet at ``path`` and the manifest's class names (None for foreign files).
 
     Args:
-        path: converted directory (or its URL), shard, glob or list of shards.
+        path: converted directory (or its URL), shard, glob or list of shards;
+            or what :func:`fastdata.formats.detect` found for a converted
+            directory (``open_dataset`` passes it, so the manifest is read once).
         format_name: registry name; None detects it from ``path`` (the first
             file of a glob or list).
         options: the format's dataset keywords (its ``FormatSpec.options``).
     """
-    path = remote_hooks.local_root(path)  # a URL: the local directory its shards are cached in
+    found = path if isinstance(path, Detected) and path.is_dataset else None
+    path = found.path if found is not None else remote_hooks.local_root(path)  # a URL: its local cache directory
     if format_name is None:
-        format_name = registry.detect(first_path(path)).format
+        format_name = found.format if found is not None else registry.detect(first_path(path)).format
     spec = registry.get(format_name)
     reader_options = spec.reader_options(**options)
-    paths, manifest = resolve(path, format_name, dir_is_shard=spec.data_name is not None)
+    if found is not None and found.format == format_name:
+        manifest = found.manifest
+        paths = [os.path.join(path, s.file) for s in manifest.shards]
+    else:  # (a directory of another format: resolve reads it again to refuse it with the class to use)
+        paths, manifest = resolve(path, format_name, dir_is_shard=spec.data_name is not None)
     open_options = reader_options.open_options(manifest)
     if manifest is not None:
         return converted(format_name, path, paths, manifest, open_options), manifest.classes

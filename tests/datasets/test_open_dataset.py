@@ -1,11 +1,13 @@
-"""open_dataset chooses the class from the manifest, the directory layout, the
-suffix or the first bytes, and says what it found when nothing fits."""
+"""open_dataset chooses the class from what fastdata.formats.detect finds (the
+manifest, the first bytes, the layout, the suffix) or an image folder, reads
+a converted directory's manifest once, and says what it found when nothing fits."""
 
 from __future__ import annotations
 
 import pytest
 
 from fastdata.datasets import (
+    FormatStream,
     ImageFolder,
     LMDBDataset,
     RecordIODataset,
@@ -15,6 +17,7 @@ from fastdata.datasets import (
     open_dataset,
 )
 from fastdata.errors import ConfigError, ManifestError
+from fastdata.formats import Manifest
 
 
 def test_foreign_files_by_suffix_and_layout(shared_data):
@@ -32,8 +35,11 @@ def test_streaming_variants(shared_data):
     assert type(open_dataset(v / "im2rec_passthrough.rec", streaming=True)) is RecordIOStream
     stream = open_dataset(v / "train-00000-of-00002.tfrecord", streaming=True, seed=4)
     assert type(stream) is TFRecordStream and stream.seed == 4 and len(stream) == 7
-    with pytest.raises(ConfigError, match="streaming"):
-        open_dataset(shared_data / "lmdb" / "png_values" / "gt.lmdb", streaming=True)
+    # a format with no stream alias gets the generic stream (every format streams)
+    lmdb = open_dataset(shared_data / "lmdb" / "png_values" / "gt.lmdb", streaming=True, shuffle=False, decode=False)
+    assert type(lmdb) is FormatStream and lmdb.format == "lmdb" and len(list(lmdb)) == 2
+    with pytest.raises(ConfigError, match="image folder has no streaming"):
+        open_dataset(v / "images", streaming=True)
 
 
 def test_files_without_a_known_suffix_are_sniffed(shared_data, tmp_path):
@@ -43,7 +49,7 @@ def test_files_without_a_known_suffix_are_sniffed(shared_data, tmp_path):
     (tmp_path / "notes").write_bytes(b"hello, not a dataset")
     assert type(open_dataset(tmp_path / "train-00000-of-00001")) is TFRecordDataset
     assert type(open_dataset(tmp_path / "data.bin")) is RecordIODataset
-    with pytest.raises(ConfigError, match="not a RecordIO or TFRecord"):
+    with pytest.raises(ConfigError, match="not a RecordIO file .*not a TFRecord file .*which tool wrote it"):
         open_dataset(tmp_path / "notes")
 
 
@@ -53,7 +59,7 @@ def test_unrecognisable_paths(tmp_path):
     with pytest.raises(ConfigError, match="matches no file"):
         open_dataset(str(tmp_path / "*.rec"))
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ConfigError, match="neither a converted dataset"):
+    with pytest.raises(ConfigError, match="not a fastdata dataset .*nor an image folder"):
         open_dataset(tmp_path / "empty")
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "manifest.json").write_text("{")
@@ -67,3 +73,16 @@ def test_wrong_class_for_a_converted_directory(tmp_path):
     root = write_kind(tmp_path, "lmdb", n=3)
     with pytest.raises(ConfigError, match="lmdb dataset, not recordio"):
         RecordIODataset(root)
+
+
+def test_a_converted_directory_s_manifest_is_read_once(tmp_path, monkeypatch):
+    from dskit import write_kind
+
+    root = write_kind(tmp_path, "recordio", n=3)
+    reads = []
+    real = Manifest.read.__func__
+    monkeypatch.setattr(Manifest, "read", classmethod(lambda cls, d: reads.append(d) or real(cls, d)))
+    ds = open_dataset(root, decode=False)
+    assert type(ds) is RecordIODataset and len(ds) == 3 and len(reads) == 1
+    reads.clear()
+    assert type(open_dataset(root, streaming=True)) is RecordIOStream and len(reads) == 1
