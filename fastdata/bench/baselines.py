@@ -16,12 +16,13 @@ import numpy as np
 import torch
 from PIL import Image
 
+from ..image_files import IMG_EXTENSIONS
 from ..rng import generator
 from ..transforms import sample_resized_crop
 
 MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
 STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
-EXTS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp", ".gif")
+EXTS = IMG_EXTENSIONS  # torchvision's: no .gif
 
 
 def has_torchvision() -> bool:
