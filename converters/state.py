@@ -18,6 +18,7 @@ from typing import Any
 
 from fastdata.errors import ConfigError, ManifestError
 from fastdata.formats._atomic import PARTIAL_SUFFIX, remove, write_text_atomic
+from fastdata.formats.dataset_writer import written_files
 from fastdata.formats.manifest import MANIFEST_NAME, Manifest
 
 from .plan import PLAN_NAME, Plan, ShardPlan
@@ -83,13 +84,7 @@ def wipe(out: str | os.PathLike[str]) -> None:
     problem = foreign_manifest(out)
     if problem:
         raise ConfigError(f"{problem}, {NOT_OURS}")
-    doomed: list[Path] = []
-    for directory in manifest_dirs(out):
-        for name in Manifest.read(directory).files():
-            if name in ("", ".", "..") or Path(name).name != name:
-                continue  # only names beside the manifest: a hand-edited one must not reach elsewhere
-            doomed += [directory / name, directory / (name + PARTIAL_SUFFIX)]
-        doomed.append(directory / MANIFEST_NAME)
+    doomed = [path for directory in manifest_dirs(out) for path in written_files(directory)]
     try:
         plan = Plan.load(out) if (out / PLAN_NAME).exists() else None
     except (ManifestError, OSError, UnicodeDecodeError):

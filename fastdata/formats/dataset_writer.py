@@ -13,9 +13,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ManifestError
 from . import registry
-from ._atomic import remove
+from ._atomic import PARTIAL_SUFFIX, remove
 from .manifest import MANIFEST_NAME, Manifest
 from .sample import Sample, ShardInfo
 
@@ -28,7 +28,17 @@ def shard_name(format_name: str, index: int, prefix: str = "shard") -> str:
 
 
 def prepare_directory(directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-    """Create ``directory``, refusing one that already holds a finished dataset."""
+    """Create ``directory``, refusing one that already holds a finished dataset.
+
+    With ``overwrite``, the finished dataset there is removed first: only the
+    files its manifest lists (see :func:`written_files`); files a user put
+    beside the shards stay.
+
+    Raises:
+        ConfigError: a finished dataset and not ``overwrite``; or a
+            ``manifest.json`` fastdata cannot read, which is not deleted (nor
+            anything else).
+    """
     directory = Path(directory)
     if (directory / MANIFEST_NAME).exists():
         if not overwrite:
@@ -36,10 +46,35 @@ def prepare_directory(directory: str | os.PathLike[str], *, overwrite: bool = Fa
                 f"{directory} already holds a finished dataset (it has {MANIFEST_NAME}); "
                 "choose another output directory or pass overwrite=True (--overwrite)"
             )
-        for child in directory.iterdir():
-            remove(child)
+        try:
+            doomed = written_files(directory)
+        except (ManifestError, OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(
+                f"{directory / MANIFEST_NAME} is not a manifest fastdata can read ({exc}), so fastdata cannot tell "
+                "which files are its own and deletes none: choose a new or empty directory"
+            ) from exc
+        for path in doomed:
+            remove(path)
     directory.mkdir(parents=True, exist_ok=True)
     return directory
+
+
+def written_files(directory: str | os.PathLike[str]) -> list[Path]:
+    """What fastdata wrote in the finished dataset ``directory``: each file its
+    manifest lists (shards, indexes, extra files) and its ``.partial`` name,
+    then the manifest itself. A listed name that is not a plain name beside
+    the manifest (``../x``, ``a/b``: a hand-edited manifest) is left out.
+
+    Raises:
+        ManifestError: the ``manifest.json`` there is not one fastdata can read.
+    """
+    directory = Path(directory)
+    doomed: list[Path] = []
+    for name in Manifest.read(directory).files():
+        if name in ("", ".", "..") or Path(name).name != name:
+            continue
+        doomed += [directory / name, directory / (name + PARTIAL_SUFFIX)]
+    return [*doomed, directory / MANIFEST_NAME]
 
 
 def finish_dataset(
@@ -72,7 +107,9 @@ def write_dataset(
     """Write ``samples`` as a sharded dataset directory and return its manifest.
 
     A new shard starts once the current one holds ``shard_bytes`` of image
-    data. Samples are written in the order given.
+    data. Samples are written in the order given. ``overwrite`` replaces a
+    finished dataset in ``directory`` (see :func:`prepare_directory`: other
+    files there stay).
     """
     if shard_bytes <= 0:
         raise ConfigError(f"shard_bytes must be positive, got {shard_bytes}")
