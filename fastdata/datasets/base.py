@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import torch.utils.data
 
+from ..errors import DecodeError, FastDataError, FormatError
 from ..order.generators import SampleKey, sample_scope
-from ..errors import FastDataError, FormatError
 from .imaging import Transform, build_item, normalize_label
 from .policy import DATA_ERRORS, SkipCounter, check_policy
 from .shardset import ShardSet
@@ -84,6 +84,14 @@ class MapDataset(torch.utils.data.Dataset):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self)} samples, decode={self.decode}, on_error={self.on_error!r})"
+
+
+def with_source(exc: DecodeError, shards: ShardSet, shard: int, local: int) -> DecodeError:
+    """``exc`` naming the file record ``local`` of ``shard`` was converted from,
+    when the converter listed it (``sources.jsonl``); else ``exc`` itself.
+    (A FormatError gets its source in :meth:`ShardSet.read`.)"""
+    origin = shards.source(shard, local)
+    return DecodeError(f"{exc} (source file {origin})") if origin is not None else exc
 
 
 def stack_targets(labels: Sequence[Any]) -> np.ndarray:
@@ -203,11 +211,17 @@ class ShardDataset(ShardLabels, MapDataset):
     def _item(self, index: int) -> tuple[Any, Any]:
         shard, local = self.shards.locate(index)
         data, label = self.shards.read(shard, local)
-        return build_item(
-            data,
-            normalize_label(label),
-            self.shards.name(shard, local),
-            decode=self.decode,
-            transform=self.transform,
-            target_transform=self.target_transform,
-        )
+        try:
+            return build_item(
+                data,
+                normalize_label(label),
+                self.shards.name(shard, local),
+                decode=self.decode,
+                transform=self.transform,
+                target_transform=self.target_transform,
+            )
+        except DecodeError as exc:
+            named = with_source(exc, self.shards, shard, local)
+            if named is exc:
+                raise
+            raise named from exc

@@ -19,12 +19,12 @@ from typing import Any, ClassVar
 import numpy as np
 import torch.utils.data
 
-from ..errors import ConfigError
+from ..errors import ConfigError, DecodeError
 from ..order.generators import KeyScope, SampleKey, Seeding
 from ..order.partition import Deal, Share
 from ..order.ranks import resolve_place
 from ._shared import SharedSlots
-from .base import ShardLabels
+from .base import ShardLabels, with_source
 from .imaging import Transform, build_item, normalize_label
 from .policy import DATA_ERRORS, SkipCounter, check_policy
 from .shards import FormatLabels, open_shards, per_format
@@ -139,9 +139,12 @@ class ShardStream(ShardLabels, torch.utils.data.IterableDataset):
                         target_transform=self.target_transform,
                     )
             except DATA_ERRORS as exc:
+                error = with_source(exc, self.shards, shard, local) if isinstance(exc, DecodeError) else exc
                 if self.on_error == "raise":
-                    raise
-                self._skips.record(exc, "dropped from this epoch")
+                    if error is exc:
+                        raise
+                    raise error from exc
+                self._skips.record(error, "dropped from this epoch")
                 continue
             yield item  # outside the key's scope: the consumer must not draw from this sample's generator
 
