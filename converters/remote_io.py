@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from fastdata.errors import ConfigError, FastDataError
+from fastdata.formats import registry
 from fastdata.formats.manifest import MANIFEST_NAME, Manifest
 from fastdata.remote.mirror import default_cache_dir
 from fastdata.remote.store import Store
@@ -86,8 +87,9 @@ def _materialize(store: Store, local: Path, *, records: int | None) -> None:
         directory = local / prefix
         directory.mkdir(parents=True, exist_ok=True)
         wanted = records
+        data_name = registry.get(manifest.format).data_name  # a shard that is a directory: the file in it
         for info in manifest.shards:
-            data = f"{info.file}/data.mdb" if manifest.format == "lmdb" else info.file
+            data = f"{info.file}/{data_name}" if data_name else info.file
             names = [data] + ([info.index] if info.index else [])
             size = listing.get(prefix + data) if listing else store.size(prefix + data)
             if size is None:
@@ -205,8 +207,9 @@ def _remove_datasets(store: Store, manifests: list[str]) -> None:
         prefix = name[: -len(MANIFEST_NAME)]
         manifest = Manifest.from_json(store.read_bytes(name).decode("utf-8"), source=scrub_url(store.url_of(name)))
         store.remove(name)
+        directories = {s.file for s in manifest.shards} if registry.get(manifest.format).data_name else set()
         for file in manifest.files():
-            if manifest.format == "lmdb" and file in {s.file for s in manifest.shards}:
+            if file in directories:  # a shard that is a directory (LMDB): every object under it
                 for member in [n for n in listing if n.startswith(f"{prefix}{file}/")]:
                     store.remove(member)
             else:
