@@ -86,12 +86,30 @@ class MapDataset(torch.utils.data.Dataset):
         return f"{type(self).__name__}({len(self)} samples, decode={self.decode}, on_error={self.on_error!r})"
 
 
-def with_source(exc: DecodeError, shards: ShardSet, shard: int, local: int) -> DecodeError:
-    """``exc`` naming the file record ``local`` of ``shard`` was converted from,
-    when the converter listed it (``sources.jsonl``); else ``exc`` itself.
-    (A FormatError gets its source in :meth:`ShardSet.read`.)"""
-    origin = shards.source(shard, local)
-    return DecodeError(f"{exc} (source file {origin})") if origin is not None else exc
+def build_record(owner: Any, shard: int, local: int, data: bytes, label: Any) -> tuple[Any, Any]:
+    """``(image, target)`` of the stored record ``local`` of ``owner.shards``'
+    shard ``shard`` under ``owner``'s ``decode`` and transforms (a dataset or a stream).
+
+    Raises:
+        DecodeError: the image does not decode; the message names shard and
+            record and, when the converter listed it (``sources.jsonl``), the
+            file the record was converted from (as :meth:`ShardSet.read` does
+            for a FormatError).
+    """
+    try:
+        return build_item(
+            data,
+            normalize_label(label),
+            owner.shards.name(shard, local),
+            decode=owner.decode,
+            transform=owner.transform,
+            target_transform=owner.target_transform,
+        )
+    except DecodeError as exc:
+        origin = owner.shards.source(shard, local)
+        if origin is None:
+            raise
+        raise DecodeError(f"{exc} (source file {origin})") from exc
 
 
 def stack_targets(labels: Sequence[Any]) -> np.ndarray:
@@ -210,18 +228,4 @@ class ShardDataset(ShardLabels, MapDataset):
 
     def _item(self, index: int) -> tuple[Any, Any]:
         shard, local = self.shards.locate(index)
-        data, label = self.shards.read(shard, local)
-        try:
-            return build_item(
-                data,
-                normalize_label(label),
-                self.shards.name(shard, local),
-                decode=self.decode,
-                transform=self.transform,
-                target_transform=self.target_transform,
-            )
-        except DecodeError as exc:
-            named = with_source(exc, self.shards, shard, local)
-            if named is exc:
-                raise
-            raise named from exc
+        return build_record(self, shard, local, *self.shards.read(shard, local))

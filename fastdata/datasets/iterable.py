@@ -19,13 +19,13 @@ from typing import Any, ClassVar
 import numpy as np
 import torch.utils.data
 
-from ..errors import ConfigError, DecodeError
+from ..errors import ConfigError
 from ..order.generators import KeyScope, SampleKey, Seeding
 from ..order.partition import Deal, Share
 from ..order.ranks import resolve_place
 from ._shared import SharedSlots
-from .base import ShardLabels, with_source
-from .imaging import Transform, build_item, normalize_label
+from .base import ShardLabels, build_record
+from .imaging import Transform
 from .policy import DATA_ERRORS, SkipCounter, check_policy
 from .shards import FormatLabels, open_shards, per_format
 from .shardset import ShardSet
@@ -130,21 +130,11 @@ class ShardStream(ShardLabels, torch.utils.data.IterableDataset):
         for index, shard, local, data, label in self._records(chunks):
             try:
                 with scope(SampleKey(index, share.seed, share.epoch)) if seeded else nullcontext():
-                    item = build_item(
-                        data,
-                        normalize_label(label),
-                        self.shards.name(shard, local),
-                        decode=self.decode,
-                        transform=self.transform,
-                        target_transform=self.target_transform,
-                    )
+                    item = build_record(self, shard, local, data, label)
             except DATA_ERRORS as exc:
-                error = with_source(exc, self.shards, shard, local) if isinstance(exc, DecodeError) else exc
                 if self.on_error == "raise":
-                    if error is exc:
-                        raise
-                    raise error from exc
-                self._skips.record(error, "dropped from this epoch")
+                    raise
+                self._skips.record(exc, "dropped from this epoch")
                 continue
             yield item  # outside the key's scope: the consumer must not draw from this sample's generator
 
