@@ -193,7 +193,7 @@ def _verify_file(target: Target, findings: Findings) -> None:
     check: FileCheck = registry.get(target.format).verify(target.found)
     for where, problem in check.problems:
         findings.problem(where, problem)
-    path = target.found.data_file or target.path
+    path = target.path  # the shard as its format opens it (an LMDB directory, the .rec of a given .idx)
     if check.stream is not None:
         _read_stream(path, check, findings)
     elif check.records is not None:
