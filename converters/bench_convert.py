@@ -1,21 +1,52 @@
-"""The conversion step ``fastdata bench`` times and caches, handed to the library's harness.
+"""``fastdata bench``: hands over to the library's harness (``fastdata.bench.cli``)
+with the conversion step it times and caches.
 
 It lives here because the library (``fastdata.bench``) never imports the converters.
 """
 
 from __future__ import annotations
 
+import importlib
 import io
+import sys
 
 from fastdata.errors import FastDataError
 
-from .convert import ConvertRequest, convert
-from .pack import RunOptions
-from .plan import PlanOptions
+from .cli import EXIT_ERROR, EXIT_INTERRUPTED
+
+
+def run_bench(argv: list[str]) -> int:
+    """``fastdata bench ARGV``; returns the exit status."""
+    try:
+        module = importlib.import_module("fastdata.bench.cli")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("fastdata.bench", "fastdata.bench.cli"):
+            raise
+        print(
+            "fastdata: error: `fastdata bench` is not available in this installation (fastdata.bench.cli is "
+            "missing); the benchmarks live in the source tree's benchmarks/ folder",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+    except KeyboardInterrupt:  # Ctrl-C while torch loads (a second or two): one line, like the bench's own
+        print("fastdata bench: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    try:
+        return int(module.main(argv, convert=bench_convert) or 0)
+    except FastDataError as exc:
+        print(f"fastdata: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
 
 
 def bench_convert(src: str, out: str, fmt: str, workers: int, resize: int | None = None) -> None:
     """Convert ImageFolder ``src`` into ``out`` quietly (pass-through unless ``resize``)."""
+    # imported here: a bench run may end (or be interrupted) before its first conversion
+    from .convert import ConvertRequest, convert
+    from .pack import RunOptions
+    from .plan import PlanOptions
+
     req = ConvertRequest(
         out=out,
         options=PlanOptions(format=fmt, resize=resize),

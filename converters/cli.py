@@ -28,7 +28,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:  # everything after "bench" belongs to the benchmark's own parser
-        return _run_bench(argv[1:])
+        return importlib.import_module(f"{__package__}.bench_convert").run_bench(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
@@ -284,31 +284,6 @@ def _add_index(sub) -> None:
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--force", action="store_true", help="replace an existing index")
     p.set_defaults(handler=lambda a: importlib.import_module(f"{__package__}.indexing").run(a.files, force=a.force))
-
-
-def _run_bench(argv: list[str]) -> int:
-    try:
-        module = importlib.import_module("fastdata.bench.cli")
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("fastdata.bench", "fastdata.bench.cli"):
-            raise
-        print(
-            "fastdata: error: `fastdata bench` is not available in this installation (fastdata.bench.cli is "
-            "missing); the benchmarks live in the source tree's benchmarks/ folder",
-            file=sys.stderr,
-        )
-        return EXIT_ERROR
-    except KeyboardInterrupt:  # Ctrl-C while torch loads (a second or two): one line, like the bench's own
-        print("fastdata bench: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    try:
-        from .bench_convert import bench_convert
-
-        return int(module.main(argv, convert=bench_convert) or 0)
-    except FastDataError as exc:
-        return _error(str(exc))
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":  # pragma: no cover
