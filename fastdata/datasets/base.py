@@ -23,8 +23,11 @@ from .shardset import ShardSet
 MAX_CONSECUTIVE_SKIPS = 64
 
 
-class MapDataset(torch.utils.data.Dataset):
-    """Base of the map-style datasets (not public API)."""
+class SampleSettings:
+    """How a stored record becomes a sample (``transform``,
+    ``target_transform``, ``decode``) and what an unreadable one does
+    (``on_error``): the settings every dataset and stream takes, set here
+    once (not public API)."""
 
     def __init__(
         self,
@@ -42,9 +45,13 @@ class MapDataset(torch.utils.data.Dataset):
 
     @property
     def skipped(self) -> int:
-        """Samples replaced under ``on_error="skip"/"warn"``, summed over this
-        process and its DataLoader workers."""
+        """Samples replaced (map-style) or dropped (streams) under
+        ``on_error="skip"/"warn"``, summed over this process and its DataLoader workers."""
         return self._skips.total
+
+
+class MapDataset(SampleSettings, torch.utils.data.Dataset):
+    """Base of the map-style datasets (not public API)."""
 
     def __len__(self) -> int:  # pragma: no cover - every subclass defines it
         raise NotImplementedError
@@ -201,22 +208,8 @@ class ShardLabels:
 
 
 class ShardDataset(ShardLabels, MapDataset):
-    """A map-style dataset over a :class:`ShardSet` (RecordIO, TFRecord, LMDB)."""
-
-    def __init__(
-        self,
-        shards: ShardSet,
-        *,
-        classes: Sequence[str] | None,
-        transform: Transform | None,
-        target_transform: Transform | None,
-        decode: bool,
-        on_error: str,
-    ) -> None:
-        super().__init__(transform=transform, target_transform=target_transform, decode=decode, on_error=on_error)
-        self.shards = shards
-        self._classes = list(classes) if classes is not None else None
-        self._targets = None
+    """A map-style dataset over a :class:`ShardSet` (``self.shards``, set by
+    the constructor of :class:`fastdata.datasets.shards.ShardSource`)."""
 
     def __len__(self) -> int:
         return len(self.shards)

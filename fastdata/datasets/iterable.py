@@ -12,9 +12,10 @@ through :meth:`ShardStream.read`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import inspect
+from collections.abc import Iterator
 from contextlib import nullcontext
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import torch.utils.data
@@ -22,13 +23,12 @@ import torch.utils.data
 from ..errors import ConfigError
 from ..order.generators import KeyScope, SampleKey, Seeding
 from ..order.partition import Deal, Share
-from ..order.ranks import resolve_place
+from ..order.ranks import Place, resolve_place
 from ._shared import SharedSlots
-from .base import ShardLabels, build_record
+from .base import SampleSettings, ShardLabels, build_record
 from .imaging import Transform
-from .policy import DATA_ERRORS, SkipCounter, check_policy
-from .shards import FormatLabels, open_shards, per_format
-from .shardset import ShardSet
+from .policy import DATA_ERRORS
+from .shards import ShardSource, per_format
 from .sources import PathArg
 
 DEFAULT_SHUFFLE_BUFFER = 512
@@ -36,7 +36,7 @@ DEFAULT_SHUFFLE_BUFFER = 512
 Record = tuple[int, int, int, Any, Any]  # (global index, shard, local index, bytes, label)
 
 
-class ShardStream(ShardLabels, torch.utils.data.IterableDataset):
+class ShardStream(ShardLabels, SampleSettings, torch.utils.data.IterableDataset):
     """Base of the streaming datasets (not public API); see the module docstring.
 
     ``len(stream)`` is this rank's sample count per epoch (all its workers
@@ -44,47 +44,15 @@ class ShardStream(ShardLabels, torch.utils.data.IterableDataset):
     ``DistributedSampler``; the value reaches persistent workers too.
     Under ``on_error="skip"/"warn"`` a corrupt sample is dropped (and counted
     in ``skipped``), so an epoch then yields fewer than ``len`` samples.
+    ``shards`` and the order settings (``seed``, ``shuffle``,
+    ``shuffle_buffer``, ``drop_last``, ``place``) are set by :class:`FormatStream`.
     """
 
-    def __init__(
-        self,
-        shards: ShardSet,
-        *,
-        classes: Sequence[str] | None,
-        transform: Transform | None,
-        target_transform: Transform | None,
-        decode: bool,
-        on_error: str,
-        seed: int,
-        shuffle: bool,
-        shuffle_buffer: int,
-        rank: int | None,
-        world_size: int | None,
-        drop_last: bool,
-    ) -> None:
-        super().__init__()
-        if shuffle_buffer < 0:
-            raise ConfigError(f"shuffle_buffer must be >= 0, got {shuffle_buffer}")
-        self.shards = shards
-        self.transform = transform
-        self.target_transform = target_transform
-        self.decode = bool(decode)
-        self.on_error = check_policy(on_error)
-        self.seed = int(seed)
-        self.shuffle = bool(shuffle)
-        self.shuffle_buffer = int(shuffle_buffer)
-        self.drop_last = bool(drop_last)
-        self.place = resolve_place(rank, world_size, train=self.shuffle)
-        self.rank, self.world_size = self.place.rank, self.place.world_size
-        self._epoch = SharedSlots(1)
-        self._skips = SkipCounter(on_error)
-        self._classes = list(classes) if classes is not None else None
-        self._targets = None
-
-    @property
-    def skipped(self) -> int:
-        """Samples dropped under ``on_error="skip"/"warn"``, over this process and its workers."""
-        return self._skips.total
+    seed: int
+    shuffle: bool
+    shuffle_buffer: int
+    drop_last: bool
+    place: Place
 
     @property
     def epoch(self) -> int:
@@ -184,12 +152,12 @@ class ShardStream(ShardLabels, torch.utils.data.IterableDataset):
         )
 
 
-class FormatStream(FormatLabels, ShardStream):
+class FormatStream(ShardSource, ShardStream):
     """Shards of any registered format streamed in order (see :class:`ShardStream`).
 
     Args:
-        path, transform, target_transform, format, classes, decode, on_error,
-            **options: as for :class:`~fastdata.datasets.shards.FormatDataset`.
+        path, transform, target_transform: as for
+            :class:`~fastdata.datasets.shards.FormatDataset`.
         seed: the same on every rank; fixes shard order, buffer shuffle and
             per-sample augmentation streams. Default 0.
         shuffle: False streams shards in order with no buffer (evaluation).
@@ -197,9 +165,10 @@ class FormatStream(FormatLabels, ShardStream):
             is about ``shuffle_buffer`` x the mean record size per worker.
         rank, world_size: this process's place; default from torch.distributed.
         drop_last: give every rank ``N // world_size`` samples.
+        **source_keywords: ``format``, ``classes``, ``decode``, ``on_error``
+            and the format's own options, as for ``FormatDataset`` (the
+            class's signature lists them).
     """
-
-    fixed_format: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -207,33 +176,38 @@ class FormatStream(FormatLabels, ShardStream):
         transform: Transform | None = None,
         target_transform: Transform | None = None,
         *,
-        format: str | None = None,
-        classes: Sequence[str] | None = None,
-        decode: bool = True,
-        on_error: str = "raise",
         seed: int = 0,
         shuffle: bool = True,
         shuffle_buffer: int = DEFAULT_SHUFFLE_BUFFER,
         rank: int | None = None,
         world_size: int | None = None,
         drop_last: bool = False,
-        **options: Any,
+        **source_keywords: Any,
     ) -> None:
-        shards, found = open_shards(path, self._format_for(format), options)
-        super().__init__(
-            shards,
-            classes=classes if classes is not None else found,
-            transform=transform,
-            target_transform=target_transform,
-            decode=decode,
-            on_error=on_error,
-            seed=seed,
-            shuffle=shuffle,
-            shuffle_buffer=shuffle_buffer,
-            rank=rank,
-            world_size=world_size,
-            drop_last=drop_last,
-        )
+        if shuffle_buffer < 0:
+            raise ConfigError(f"shuffle_buffer must be >= 0, got {shuffle_buffer}")
+        super().__init__(path, transform, target_transform, **source_keywords)
+        self.seed = int(seed)
+        self.shuffle = bool(shuffle)
+        self.shuffle_buffer = int(shuffle_buffer)
+        self.drop_last = bool(drop_last)
+        self.place = resolve_place(rank, world_size, train=self.shuffle)
+        self.rank, self.world_size = self.place.rank, self.place.world_size
+        self._epoch = SharedSlots(1)
+
+
+def _spelled_out(init: Any) -> inspect.Signature:
+    """``init``'s signature (less ``self``) with ``**source_keywords`` replaced
+    by :class:`ShardSource`'s keywords, so ``help()`` and ``inspect.signature``
+    show every keyword the stream takes while the source lists them once."""
+    own = list(inspect.signature(init).parameters.values())[1:-1]
+    shared = [p for p in inspect.signature(ShardSource.__init__).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    var = [p for p in inspect.signature(ShardSource.__init__).parameters.values() if p.kind is p.VAR_KEYWORD]
+    positional = [p for p in own if p.kind is not p.KEYWORD_ONLY]
+    return inspect.Signature(positional + shared + [p for p in own if p.kind is p.KEYWORD_ONLY] + var)
+
+
+FormatStream.__signature__ = _spelled_out(FormatStream.__init__)  # type: ignore[attr-defined]
 
 
 def __getattr__(name: str) -> type:

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from ..errors import ConfigError
 from ..formats import Detected, registry
 from ..remote import hooks as remote_hooks
-from .base import ShardDataset, ShardLabels
+from .base import SampleSettings, ShardDataset, ShardLabels
 from .imaging import Transform
 from .shardset import ShardSet
 from .sources import PathArg, first_path, resolve
@@ -82,12 +82,34 @@ def open_shards(path: PathArg, format_name: str | None, options: dict[str, Any])
     return ShardSet(format_name, paths, open_options), None
 
 
-class FormatLabels(ShardLabels):
-    """``classes`` of foreign shards from the format's ``class_names`` hook
+class ShardSource(ShardLabels, SampleSettings):
+    """What the generic dataset and stream share (not public API): the
+    constructor that opens the shards of one format with the keywords both
+    take (:class:`FormatDataset` documents them), the format's name, and
+    ``classes`` of foreign shards from the format's ``class_names`` hook
     (im2rec's ``.lst``, TFRecord's ``image/class/text``), tried once on first
-    use, else ``str(label)``; a mixin for the generic dataset and stream."""
+    use, else ``str(label)``."""
 
+    fixed_format: ClassVar[str | None] = None
     _names_tried = False
+
+    def __init__(
+        self,
+        path: PathArg,
+        transform: Transform | None = None,
+        target_transform: Transform | None = None,
+        *,
+        format: str | None = None,
+        classes: Sequence[str] | None = None,
+        decode: bool = True,
+        on_error: str = "raise",
+        **options: Any,
+    ) -> None:
+        super().__init__(transform=transform, target_transform=target_transform, decode=decode, on_error=on_error)
+        self.shards, found = open_shards(path, self._format_for(format), options)
+        names = classes if classes is not None else found
+        self._classes = list(names) if names is not None else None
+        self._targets = None
 
     @property
     def classes(self) -> list[str]:
@@ -105,13 +127,13 @@ class FormatLabels(ShardLabels):
 
     @classmethod
     def _format_for(cls, given: str | None) -> str | None:
-        fixed = cls.fixed_format  # type: ignore[attr-defined]
+        fixed = cls.fixed_format
         if fixed is not None and given is not None and given != fixed:
             raise ConfigError(f"{cls.__name__} reads {fixed} shards, not {given}; use the class for {given}")
         return fixed or given
 
 
-class FormatDataset(FormatLabels, ShardDataset):
+class FormatDataset(ShardSource, ShardDataset):
     """Shards of any registered format (fastdata's, or files other tools wrote).
 
     Args:
@@ -136,37 +158,13 @@ class FormatDataset(FormatLabels, ShardDataset):
             does not take (the message lists the ones it takes).
     """
 
-    fixed_format: ClassVar[str | None] = None
-
-    def __init__(
-        self,
-        path: PathArg,
-        transform: Transform | None = None,
-        target_transform: Transform | None = None,
-        *,
-        format: str | None = None,
-        classes: Sequence[str] | None = None,
-        decode: bool = True,
-        on_error: str = "raise",
-        **options: Any,
-    ) -> None:
-        shards, found = open_shards(path, self._format_for(format), options)
-        super().__init__(
-            shards,
-            classes=classes if classes is not None else found,
-            transform=transform,
-            target_transform=target_transform,
-            decode=decode,
-            on_error=on_error,
-        )
-
 
 def alias(base: type, name: str, format_name: str) -> type:
     """``name``: ``base`` with the format fixed, documented from the format's
     spec and signed with its options as keywords (a thin, picklable alias)."""
     spec = registry.get(format_name)
     fields = dataclasses.fields(spec.options)
-    params = [p for p in inspect.signature(base.__init__).parameters.values() if p.name not in ("self", "format", "options")]
+    params = [p for p in inspect.signature(base).parameters.values() if p.name not in ("format", "options")]
     params += [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.type) for f in fields]
     doc = (
         f"{base.__name__} over {spec.name} shards ({', '.join(spec.suffixes)}): "
