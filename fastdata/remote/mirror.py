@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, FormatError, ManifestError, RemoteError
+from ..formats import registry
 from ..formats._atomic import remove, write_text_atomic
 from ..formats.manifest import MANIFEST_NAME, Manifest
 from .cache import Expected, ShardCache, lock_path, locked
@@ -28,7 +29,6 @@ from .store import _SECRET_OPTIONS, Store
 from .urls import cache_key, scrub_url
 
 SETTINGS_NAME = ".fastdata-remote.json"
-LMDB_DATA = "data.mdb"
 
 
 def default_cache_dir() -> Path:
@@ -162,10 +162,7 @@ class Mirror:
         if info is None:
             return self.cache.fetch(self.directory, name, self.store, Expected())
         expected = Expected(info.bytes, info.sha256)
-        if self.manifest.format == "lmdb":  # a directory whose data.mdb the manifest describes
-            self.cache.fetch(self.directory, f"{name}/{LMDB_DATA}", self.store, expected)
-        else:
-            self.cache.fetch(self.directory, name, self.store, expected)
+        self.cache.fetch(self.directory, data_object(self.manifest, name), self.store, expected)
         if info.index:
             self.cache.fetch(self.directory, info.index, self.store, Expected())
         return self.directory / name
@@ -184,10 +181,18 @@ def evictable_files(directory: Path) -> list[str]:
         return []
     try:
         manifest = Manifest.read(directory)
-    except ManifestError:
+        data = [data_object(manifest, s.file) for s in manifest.shards]
+    except (ManifestError, ConfigError):  # unreadable, or a format this fastdata does not know: leave it alone
         return []
-    data = [f"{s.file}/{LMDB_DATA}" if manifest.format == "lmdb" else s.file for s in manifest.shards]
     return data + [s.index for s in manifest.shards if s.index]
+
+
+def data_object(manifest: Manifest, shard: str) -> str:
+    """The object holding shard ``shard``'s records, whose size and sha256 the
+    manifest records: the shard itself, or the file in it (the format spec's
+    ``data_name``, LMDB's ``data.mdb``) where the format's shard is a directory."""
+    data_name = registry.get(manifest.format).data_name
+    return f"{shard}/{data_name}" if data_name else shard
 
 
 _MIRRORS: dict[str, Mirror | None] = {}
