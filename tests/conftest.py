@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -19,11 +18,28 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
-def has_module(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
 
 
-requires_dali = pytest.mark.skipif(not has_module("nvidia.dali"), reason="NVIDIA DALI not installed (pip install 'fastdata[dali]')")
+# Every transforms test runs on both crop-decode paths: the compiled crop
+# decoder (skipped where it is not built) and the pure-Python one. Declared
+# here, not in a tests/transforms/conftest.py: a second conftest module makes
+# `from testkit import ...` in spawned DataLoader workers find the wrong one.
+TRANSFORMS_TESTS = ROOT / "tests" / "transforms"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "crop_decoder" in metafunc.fixturenames and TRANSFORMS_TESTS in Path(metafunc.definition.path).parents:
+        metafunc.parametrize("crop_decoder", ["compiled", "python"], indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def crop_decoder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str | None:
+    mode = getattr(request, "param", None)
+    if mode is None:  # outside tests/transforms: the default path, untouched
+        return None
+    from fastdata.decode import native
+
+    if mode == "compiled" and not native.native_available():
+        pytest.skip(f"compiled crop decoder not built: {native.native_status()}")
+    monkeypatch.setattr(native, "_disabled", mode == "python")
+    return mode

@@ -17,7 +17,7 @@ from fastdata.bench.harness import Result
 from fastdata.bench.quiet import held_back_warnings
 from fastdata.bench.targets import TARGETS
 
-from conftest import requires_dali
+from testkit import requires_dali
 
 ROOT = Path(__file__).resolve().parents[2]
 DALI_RESET = ("DALI iterator does not support resetting while epoch is not finished.                              "

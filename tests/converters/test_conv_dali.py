@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import requires_dali
+from testkit import requires_dali
 from convkit import manifest_json, run_cli
 
 pytestmark = requires_dali

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import requires_dali
+from testkit import requires_dali
 from dalikit import FORMATS, write
 from PIL import Image, ImageOps
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import requires_dali
+from testkit import requires_dali
 from dalikit import FORMATS, samples, write
 from PIL import Image
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import requires_dali
+from testkit import requires_dali
 from dalikit import NUM_SAMPLES, identify, label, samples, write
 
 from fastdata.dali import IMAGENET_MEAN, IMAGENET_STD, DALILoader

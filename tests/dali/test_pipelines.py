@@ -7,7 +7,7 @@ import collections
 import numpy as np
 import pytest
 import torch
-from conftest import requires_dali
+from testkit import requires_dali
 from dalikit import FORMATS, NUM_SAMPLES, identify, label, samples, write
 
 from fastdata.dali import IMAGENET_MEAN, IMAGENET_STD, Crop, DALILoader, Normalize, build_pipeline

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from conftest import requires_dali
+from testkit import requires_dali
 
 from fastdata.formats import Sample
 from fastdata.formats.dataset_writer import write_dataset

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from conftest import requires_dali
+from testkit import requires_dali
 
 from fastdata.formats import Manifest, Sample
 from fastdata.formats.dataset_writer import write_dataset

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch.utils.data
-from conftest import requires_dali
+from testkit import requires_dali
 
 from fastdata.errors import FormatError
 from fastdata.formats import registry
