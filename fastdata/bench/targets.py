@@ -22,9 +22,9 @@ class Target:
 
 TARGETS: tuple[Target, ...] = (
     Target("train_vs_torchvision",
-           "train: the best fastdata decode-aware pipeline vs the torchvision (apex) recipe", 2.2),
+           "train: the best fastdata decode-aware pipeline vs the torchvision (apex) recipe, same images", 2.2),
     Target("train_vs_dali_cpu", "train: fastdata decode-aware vs DALI's CPU pipeline, same format", 1.8),
-    Target("eval_vs_torchvision", "eval: the best fastdata decode-aware pipeline vs the torchvision recipe", 2.0),
+    Target("eval_vs_torchvision", "eval: the best fastdata decode-aware pipeline vs the torchvision recipe, same images", 2.0),
     Target("decode_limit",
            "decode limit: fastdata decode-aware training vs a full decode alone, same format and loader", 1.1),
 )
