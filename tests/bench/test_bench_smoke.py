@@ -47,3 +47,18 @@ def test_a_failing_variant_is_reported_and_the_others_go_on():
     assert ratios(results)[("g", "bad")] is None and ratios(results)[("g", "fast")] > 0
     assert "failed" in table(results)
     assert headline(results)[0].startswith("targets")
+
+
+def test_the_main_job_without_the_tfrecord_package_has_no_failed_row(tmp_path):
+    # README's main command installs .[turbo,bench], which leaves the tfrecord package out
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    out = tmp_path / "results"
+    code = ("import sys; sys.modules['tfrecord'] = None\n"  # makes `import tfrecord` raise ImportError
+            "from fastdata.converters.cli import main\n"
+            f"sys.exit(main(['bench', '--quick', '--groups', 'read', '--formats', 'recordio,tfrecord', '--no-dali',"
+            f" '--resized', '0', '--out', {str(out)!r}, '--quiet']))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads((out / "results.json").read_text())["results"]
+    assert rows and all(r["error"] is None for r in rows), [r["error"] for r in rows if r["error"]]
+    assert not any("tfrecord package" in r["name"] for r in rows)
