@@ -9,15 +9,13 @@ from those four numbers, so workers and ranks differ and reruns repeat.
 from __future__ import annotations
 
 import os
-import random
 
-import numpy as np
 import torch
 from torch.utils.data import get_worker_info
 
 from ..errors import ConfigError
 from ..order import seeds
-from ..order.generators import seed_process, set_generator
+from ..order.generators import seed_process, seed_streams
 from ..order.ranks import current_rank
 
 __all__ = ["WorkerSeeder", "seed_everything", "seed_process", "seed_worker"]
@@ -83,11 +81,7 @@ def seed_everything(seed: int, deterministic: bool = False) -> int:
     the environment if set/dict iteration order of str keys matters to you.
     """
     seed = int(seed)
-    py, np_seed, torch_seed = seeds.global_seeds(seed)
-    random.seed(py)
-    np.random.seed(np_seed)
-    torch.manual_seed(torch_seed)  # also seeds every CUDA device, lazily
-    set_generator(seeds.main_generator(seed))
+    seed_streams(*seeds.global_seeds(seed), seeds.main_generator(seed))
     if deterministic:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.backends.cudnn.deterministic = True

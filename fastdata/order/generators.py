@@ -22,7 +22,9 @@ import numpy as np
 from ..errors import ConfigError
 from . import seeds
 
-__all__ = ["KeyScope", "SampleKey", "Seeding", "generator", "sample_scope", "seed_process", "set_generator", "use"]
+__all__ = [
+    "KeyScope", "SampleKey", "Seeding", "generator", "sample_scope", "seed_process", "seed_streams", "set_generator", "use",
+]
 
 Seeding = Literal["sample", "worker"]
 
@@ -63,15 +65,20 @@ def use(gen: np.random.Generator) -> Iterator[np.random.Generator]:
         _state["pid"], _state["gen"] = previous
 
 
-def seed_process(seed: int, epoch: int, rank: int, worker: int) -> None:
-    """Seed this process's ``random``, NumPy, torch and fastdata streams from the four numbers."""
+def seed_streams(py: int, np_seed: int, torch_seed: int, gen: np.random.Generator) -> None:
+    """Seed ``random``, NumPy's legacy global state (32 bits), torch (63 bits;
+    also every CUDA device, lazily) and install ``gen`` as fastdata's generator."""
     import torch
 
-    py, np_seed, torch_seed = seeds.process_seeds(seed, epoch, rank, worker)
     random.seed(py)
-    np.random.seed(np_seed)  # the legacy global state takes 32 bits
+    np.random.seed(np_seed)
     torch.manual_seed(torch_seed)
-    set_generator(seeds.worker_generator(seed, epoch, rank, worker))
+    set_generator(gen)
+
+
+def seed_process(seed: int, epoch: int, rank: int, worker: int) -> None:
+    """Seed this process's ``random``, NumPy, torch and fastdata streams from the four numbers."""
+    seed_streams(*seeds.process_seeds(seed, epoch, rank, worker), seeds.worker_generator(seed, epoch, rank, worker))
 
 
 def _worker_id() -> int | None:
