@@ -98,13 +98,17 @@ class Loader:
         # workers' parent whether they live: "AssertionError: can only test a
         # child process", once per child. Stop the workers here, in their parent;
         # a stopped iterator's __del__ does nothing.
-        held = [getattr(self.dataloader, "_iterator", None)]  # persistent workers
-        held += [v for frame, _ in traceback.walk_tb(exc.__traceback__) for v in frame.f_locals.values()]
-        for workers in held:
-            if hasattr(workers, "_shutdown_workers") and hasattr(workers, "_workers"):
-                workers._shutdown_workers()
-        if held[0] is not None:
-            self.dataloader._iterator = None  # the next pass starts fresh workers
+        for frame, _ in traceback.walk_tb(exc.__traceback__):
+            for workers in frame.f_locals.values():
+                if hasattr(workers, "_shutdown_workers") and hasattr(workers, "_workers"):
+                    workers._shutdown_workers()
+        self._stop_persistent_workers()  # the next pass starts fresh ones
+
+    def _stop_persistent_workers(self) -> None:
+        workers = getattr(self.dataloader, "_iterator", None)
+        if workers is not None and hasattr(workers, "_shutdown_workers"):
+            workers._shutdown_workers()
+            self.dataloader._iterator = None
 
     def _state(self, epoch: int, batches: int) -> LoaderState:
         s = self.order
@@ -150,10 +154,7 @@ class Loader:
             self._active = None
         if self.prefetcher is not None:
             self.prefetcher.close()
-        workers = getattr(self.dataloader, "_iterator", None)
-        if workers is not None and hasattr(workers, "_shutdown_workers"):
-            workers._shutdown_workers()
-            self.dataloader._iterator = None
+        self._stop_persistent_workers()
 
     def __enter__(self) -> Loader:
         return self
