@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import multiprocessing as mp
 from pathlib import Path
 
 import numpy as np
@@ -43,3 +44,17 @@ def upload(fs, local: Path, target: str) -> None:
     files = sorted(p for p in local.rglob("*") if p.is_file())
     for path in sorted(files, key=lambda p: p.name == "manifest.json"):
         fs.put_file(str(path), f"{target}/{path.relative_to(local).as_posix()}")
+
+
+def run_forked(target, *args, copies: int, timeout: float) -> list:
+    """Run ``target(*args, out)`` in ``copies`` forked processes at once;
+    returns what each put on the queue ``out``."""
+    ctx = mp.get_context("fork")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=target, args=(*args, out)) for _ in range(copies)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=timeout) for _ in procs]
+    for p in procs:
+        p.join(timeout=30)
+    return results

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import sysconfig
+import threading
 import time
 from pathlib import Path
 
@@ -78,6 +79,36 @@ class Server:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=10)
         self.process = None
+
+
+class Outage:
+    """``begin()`` stops ``server`` and starts it again ``seconds`` later from a
+    thread; leaving the ``with`` block waits for that restart, and starts the
+    server itself if the test failed before it, so later tests find it up."""
+
+    def __init__(self, server: Server, seconds: float) -> None:
+        self.server, self.seconds = server, seconds
+        self.stopped_at = self.restarted_at = None
+        self._thread: threading.Timer | None = None
+
+    def begin(self) -> None:
+        self.server.stop()
+        self.stopped_at = time.time()
+        self._thread = threading.Timer(self.seconds, self._restart)
+        self._thread.start()
+
+    def _restart(self) -> None:
+        self.server.start()
+        self.restarted_at = time.time()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._thread is not None:
+            self._thread.join()
+        if self.server.process is None:
+            self.server.start()
 
 
 class SeaweedS3(Server):

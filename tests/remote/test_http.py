@@ -5,11 +5,11 @@ mid-epoch and started again."""
 from __future__ import annotations
 
 import shutil
-import threading
 import time
 
 import pytest
 from remotekit import make_dataset
+from servers import Outage
 
 import fastdata
 from fastdata.errors import FormatError, RemoteError
@@ -48,26 +48,14 @@ def test_nginx_stopped_mid_epoch_and_restarted(nginx, published, tmp_path):
     url, ids = published["recordio"]
     policy = RetryPolicy(total_seconds=20, first_delay=0.1, max_delay=0.5, timeout=2)
     stream = fastdata.RecordIOStream(localize(url, cache_dir=tmp_path, retry=policy), decode=False, shuffle=False)
-    seen, thread, restarted = [], None, []
-
-    def restart() -> None:
-        nginx.start()
-        restarted.append(time.time())
-
-    try:
+    seen = []
+    with Outage(nginx, seconds=1.0) as outage:
         for image, _ in stream:
             seen.append(ids[image])
             if len(seen) == 3:  # in shard 0 of 3: shard 2 is not fetched yet
-                nginx.stop()
-                thread = threading.Timer(1.0, restart)
-                thread.start()
-    finally:
-        if thread is not None:
-            thread.join()
-        if nginx.process is None:
-            nginx.start()
+                outage.begin()
     assert sorted(seen) == list(range(30))
-    late = [e["file"] for e in read_log(tmp_path) if e["time"] > restarted[0]]
+    late = [e["file"] for e in read_log(tmp_path) if e["time"] > outage.restarted_at]
     assert "shard-00002.rec" in late  # fetched once nginx was back
     assert any("shard-00002.rec" in line for line in nginx.requests())
 

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from remotekit import make_dataset
+from remotekit import make_dataset, run_forked
 
 import fastdata
 from fastdata.errors import ConfigError, FormatError, MissingDependencyError, RemoteError
@@ -139,14 +139,7 @@ def _reader(local: str, barrier, out) -> None:
 def test_two_processes_on_one_machine_download_each_shard_once(tmp_path):
     make_dataset(tmp_path / "server", "recordio", n=40, shards=4, size=160)  # ~2 MB shards: downloads overlap
     local = localize(f"file://{tmp_path / 'server'}", cache_dir=tmp_path / "cache")
-    ctx = mp.get_context("fork")
-    barrier, out = ctx.Barrier(3), ctx.Queue()
-    procs = [ctx.Process(target=_reader, args=(local, barrier, out)) for _ in range(3)]
-    for p in procs:
-        p.start()
-    counts = [out.get(timeout=60) for _ in procs]
-    for p in procs:
-        p.join(timeout=30)
+    counts = run_forked(_reader, local, mp.get_context("fork").Barrier(3), copies=3, timeout=60)
     assert counts == [40, 40, 40]
     fetched = [e["file"] for e in read_log(tmp_path / "cache") if e["file"].endswith(".rec")]
     assert sorted(fetched) == [f"shard-0000{k}.rec" for k in range(4)]

@@ -5,8 +5,6 @@ a cache too small."""
 
 from __future__ import annotations
 
-import multiprocessing as mp
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -14,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch.utils.data
-from remotekit import make_dataset, upload
+from remotekit import make_dataset, run_forked, upload
+from servers import Outage
 
 import fastdata
 from fastdata.errors import FormatError, RemoteError
@@ -115,14 +114,7 @@ def test_jobs_on_one_node_share_the_cache_and_download_each_shard_once(datasets,
     through one cache: each shard is downloaded once, the others wait for it."""
     url, ids, _ = datasets["recordio"]
     directory = localize(url, cache_dir=tmp_path / "node")
-    ctx = mp.get_context("fork")
-    out = ctx.Queue()
-    procs = [ctx.Process(target=_whole_epoch, args=(directory, ids, out)) for _ in range(2)]
-    for p in procs:
-        p.start()
-    results = [out.get(timeout=120) for _ in procs]
-    for p in procs:
-        p.join(timeout=30)
+    results = run_forked(_whole_epoch, directory, ids, copies=2, timeout=120)
     assert results == [list(range(len(ids)))] * 2
     fetched = Counter(e["file"] for e in read_log(tmp_path / "node") if e["file"].endswith(".rec"))
     assert len(fetched) == 8 and set(fetched.values()) == {1}
@@ -132,27 +124,13 @@ def test_server_stopped_mid_epoch_and_restarted_the_epoch_completes(s3, datasets
     url, ids, _ = datasets["recordio"]
     directory = localize(url, cache_dir=tmp_path / "cache", retry=PATIENT)
     stream = fastdata.RecordIOStream(directory, decode=False, seed=1, shuffle=False)
-    seen, restarted = [], {}
-
-    def restart() -> None:
-        time.sleep(1.0)
-        s3.start()
-        restarted["at"] = time.time()
-
-    thread = None
-    try:
+    seen = []
+    with Outage(s3, seconds=1.0) as outage:
         for image, _ in stream:
             seen.append(ids[image])
             if len(seen) == 5:  # inside the first shard: the other seven are not fetched yet
-                s3.stop()
-                stopped = time.time()
-                thread = threading.Thread(target=restart)
-                thread.start()
-    finally:
-        if thread is not None:
-            thread.join()
-        if s3.process is None:
-            s3.start()
+                outage.begin()
+    stopped, restarted = outage.stopped_at, {"at": outage.restarted_at}
     assert sorted(seen) == list(range(len(ids))) and len(seen) == len(set(seen))
     late = [e for e in read_log(tmp_path / "cache") if e["time"] > restarted["at"] and e["file"].endswith(".rec")]
     assert late and restarted["at"] - stopped >= 1.0  # shards did arrive after the restart
