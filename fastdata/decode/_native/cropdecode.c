@@ -151,8 +151,6 @@ int fd_decode_resized(const uint8_t *data, size_t size, const fd_request *rq,
     jpeg_create_decompress(cinfo);
     jpeg_mem_src(cinfo, data, (unsigned long)size);
     jpeg_read_header(cinfo, TRUE);
-    res->width = (int)cinfo->image_width;
-    res->height = (int)cinfo->image_height;
     if (rq->max_pixels && (uint64_t)cinfo->image_width * cinfo->image_height > rq->max_pixels) {
         snprintf(res->message, sizeof(res->message), "%ux%u = %llu pixels exceeds max_pixels=%llu",
                  cinfo->image_width, cinfo->image_height,

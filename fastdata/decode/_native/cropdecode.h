@@ -32,7 +32,6 @@ typedef struct {
 
 typedef struct {
     int status;
-    int width, height;   /* stored size from the header (0 before it was read) */
     char message[256];
 } fd_result;
 
