@@ -105,9 +105,8 @@ class Source:
         decoded pixels first (RandomResizedCrop); ``min_size`` as in :meth:`region`.
         """
         if self.native and self.encoded is not None:
-            whole = tuple(box) == (0, 0, self.height, self.width)
             arr = decode_resized(
-                self.encoded.data, self.info, None if whole else box, size,  # type: ignore[arg-type]
+                self.encoded.data, self.info, box, size,  # type: ignore[arg-type]
                 min_size=min_size, snap=snap, flip=flip, name=self.encoded.name or None,
             )
             if arr is not None:

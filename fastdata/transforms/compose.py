@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import rng
 from .base import Source, Transform, check_output, dct_min_size, to_output
 from .crop import CenterCrop, RandomResizedCrop
 from .flip import RandomHorizontalFlip
@@ -88,5 +87,4 @@ class _CropThenFlip(Transform):
 
     def apply(self, src: Source) -> np.ndarray:
         box = self.crop.get_params(src.height, src.width)
-        mirror = (self.flip.generator or rng.generator()).random() < self.flip.p
-        return src.resized(box, self.crop.size, min_size=dct_min_size(self.crop.size), snap=True, flip=mirror)
+        return src.resized(box, self.crop.size, min_size=dct_min_size(self.crop.size), snap=True, flip=self.flip.draw())

@@ -32,12 +32,14 @@ class RandomHorizontalFlip(Transform):
         self.output = check_output(output)
         self.backend = backend
 
+    def draw(self) -> bool:
+        """Whether this sample is mirrored (one draw; Compose's fused crop+flip uses it too)."""
+        # Draw even when p is 0 or 1, so the stream does not depend on p.
+        return bool((self.generator or rng.generator()).random() < self.p)
+
     def apply(self, src: Source) -> np.ndarray:
         arr = src.full()
-        # Draw even when p is 0 or 1, so the stream does not depend on p.
-        if (self.generator or rng.generator()).random() < self.p:
-            return hflip(arr)
-        return arr
+        return hflip(arr) if self.draw() else arr
 
     def __repr__(self) -> str:
         return f"RandomHorizontalFlip(p={self.p})"
