@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from ..errors import ConfigError, FormatError, ManifestError, RemoteError
 from ..formats import registry
 from ..formats._atomic import remove, write_text_atomic
 from ..formats.manifest import MANIFEST_NAME, Manifest
+from ._forklock import ForkSafeLock
 from .cache import Expected, ShardCache, lock_path, locked
 from .retry import RetryPolicy
 from .store import _SECRET_OPTIONS, Store
@@ -191,20 +191,11 @@ def data_object(manifest: Manifest, shard: str) -> str:
     """The object holding shard ``shard``'s records, whose size and sha256 the
     manifest records: the shard itself, or the file in it (the format spec's
     ``data_name``, LMDB's ``data.mdb``) where the format's shard is a directory."""
-    data_name = registry.get(manifest.format).data_name
-    return f"{shard}/{data_name}" if data_name else shard
+    return registry.get(manifest.format).data_file(shard).as_posix()
 
 
 _MIRRORS: dict[str, Mirror | None] = {}
-_lock = threading.Lock()
-
-
-def _fresh_lock_in_child() -> None:  # a fork while a read-ahead thread held it would leave it locked forever
-    global _lock
-    _lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_fresh_lock_in_child)
+_lock = ForkSafeLock()
 
 
 def mirror_of(directory: str | os.PathLike[str]) -> Mirror | None:

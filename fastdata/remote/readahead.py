@@ -13,6 +13,7 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 
+from ._forklock import ForkSafeLock
 from .mirror import mirror_of
 
 
@@ -52,15 +53,7 @@ class _ReadAhead:
 
 
 _current: _ReadAhead | None = None
-_lock = threading.Lock()
-
-
-def _fresh_lock_in_child() -> None:  # a fork while a read-ahead thread held it would leave it locked forever
-    global _lock
-    _lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_fresh_lock_in_child)
+_lock = ForkSafeLock()
 
 
 def _get() -> _ReadAhead:

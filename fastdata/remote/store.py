@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 from typing import Any
 
 from .._optional import require
 from ..errors import MissingDependencyError
+from ._forklock import ForkSafeLock
 from .retry import RetryPolicy, call
 from .urls import join, protocol, scrub
 
@@ -33,15 +33,7 @@ _BACKENDS = {
 _ENV_PREFIXES = ("AWS_", "GOOGLE_", "GCS", "FSSPEC_", "HTTP_PROXY", "HTTPS_PROXY")
 _SECRET_OPTIONS = ("key", "secret", "token", "password", "session_token", "client_secret")
 
-_lock = threading.Lock()
-
-
-def _fresh_lock_in_child() -> None:  # a fork while a read-ahead thread held it would leave it locked forever
-    global _lock
-    _lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_fresh_lock_in_child)
+_lock = ForkSafeLock()
 _filesystems: dict[tuple[int, str, str], Any] = {}
 
 
