@@ -24,7 +24,7 @@ from pathlib import Path
 from fastdata.errors import ConfigError, FastDataError
 from fastdata.formats import registry
 from fastdata.formats.manifest import MANIFEST_NAME, Manifest
-from fastdata.remote.mirror import default_cache_dir
+from fastdata.remote.mirror import data_object, default_cache_dir
 from fastdata.remote.store import Store
 from fastdata.remote.urls import cache_key, is_url, protocol, scrub_url
 
@@ -87,9 +87,8 @@ def _materialize(store: Store, local: Path, *, records: int | None) -> None:
         directory = local / prefix
         directory.mkdir(parents=True, exist_ok=True)
         wanted = records
-        data_name = registry.get(manifest.format).data_name  # a shard that is a directory: the file in it
         for info in manifest.shards:
-            data = f"{info.file}/{data_name}" if data_name else info.file
+            data = data_object(manifest, info.file)
             names = [data] + ([info.index] if info.index else [])
             size = listing.get(prefix + data) if listing else store.size(prefix + data)
             if size is None:
