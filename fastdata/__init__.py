@@ -9,16 +9,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from . import errors as _errors
 from ._version import __version__
-from .errors import (
-    ConfigError,
-    DecodeError,
-    FastDataError,
-    FormatError,
-    ManifestError,
-    MissingDependencyError,
-    RemoteError,
-)
+from .errors import *  # the exception classes, listed once: errors.__all__
 from .formats import registry as _registry
 
 # public name -> module that defines it
@@ -41,19 +34,7 @@ _LAZY = {
 # RecordIODataset, TFRecordStream...: the per-format aliases the format registry lists
 _LAZY.update({name: "fastdata.datasets" for name in _registry.public_names()})
 
-__all__ = sorted(
-    [
-        "ConfigError",
-        "DecodeError",
-        "FastDataError",
-        "FormatError",
-        "ManifestError",
-        "MissingDependencyError",
-        "RemoteError",
-        "__version__",
-        *_LAZY,
-    ]
-)
+__all__ = sorted([*_errors.__all__, "__version__", *_LAZY])
 
 
 def __getattr__(name: str) -> Any:
