@@ -13,7 +13,15 @@ from fastdata.formats import registry
 from fastdata.formats.hooks import json_label
 from fastdata.formats.images import image_kind
 
-from .probe import DATASET, SPLITS, Target, identify, image_size, shard_opener
+from .probe import (
+    DATASET,
+    SPLITS,
+    Target,
+    close_reader,
+    identify,
+    image_size,
+    shard_opener,
+)
 
 
 def run(
@@ -74,7 +82,7 @@ def _describe_dataset(target: Target, records: int) -> dict[str, Any]:
             if isinstance(label, int) and 0 <= label < len(m.classes):
                 entry["class"] = m.classes[label]
             shown.append(entry | _image(data))
-        _close(reader)
+        close_reader(reader)
     return {
         "path": str(target.path),
         "kind": DATASET,
@@ -113,12 +121,6 @@ def _key(reader: Any, j: int) -> Any:
     else:
         return None
     return key.decode("utf-8", "backslashreplace") if isinstance(key, bytes) else int(key)
-
-
-def _close(reader: Any) -> None:
-    close = getattr(reader, "close", None)
-    if close is not None:
-        close()
 
 
 def _image(data: bytes) -> dict[str, Any]:

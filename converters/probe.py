@@ -94,3 +94,10 @@ def shard_opener(directory: Path, manifest: Manifest, i: int) -> functools.parti
     (the format's ``open_shard`` with the options its manifest gives)."""
     spec = registry.get(manifest.format)
     return functools.partial(spec.open_shard, Path(directory) / manifest.shards[i].file, **spec.shard_options(manifest))
+
+
+def close_reader(reader: object) -> None:
+    """Close a shard reader; not every format's reader has ``close``."""
+    close = getattr(reader, "close", None)
+    if callable(close):
+        close()

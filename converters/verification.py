@@ -19,14 +19,14 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from fastdata.errors import FastDataError, ManifestError
 from fastdata.formats import MANIFEST_NAME, registry
 from fastdata.formats._atomic import sha256_file
 from fastdata.formats.hooks import FileCheck
 
-from .probe import DATASET, SPLITS, Target, identify, shard_opener
+from .probe import DATASET, SPLITS, Target, close_reader, identify, shard_opener
 from .report import Progress
 from .verify_records import ShardSource, SourceFiles, check_records, image_decoder
 
@@ -120,7 +120,7 @@ def _verify_dataset(target: Target, findings: Findings) -> None:
         try:
             reader = source.open()
             n = len(reader)
-            _close(reader)
+            close_reader(reader)
         except (FastDataError, OSError) as exc:
             findings.problem(path, f"cannot open: {exc}")
             continue
@@ -182,12 +182,6 @@ def _check_all(
     return labels
 
 
-def _close(reader: Any) -> None:
-    close = getattr(reader, "close", None)
-    if callable(close):
-        close()
-
-
 def _verify_file(target: Target, findings: Findings) -> None:
     findings.shards += 1
     check: FileCheck = registry.get(target.format).verify(target.found)
@@ -201,7 +195,7 @@ def _verify_file(target: Target, findings: Findings) -> None:
         try:
             reader = source.open()
             n = len(reader)
-            _close(reader)
+            close_reader(reader)
         except FastDataError as exc:
             findings.problem(source.path, str(exc))
             return

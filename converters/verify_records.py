@@ -23,6 +23,7 @@ from fastdata.errors import FastDataError
 from fastdata.formats import SampleReader
 
 from .parallel import ordered_map
+from .probe import close_reader
 
 CHUNK = 32  # records per task: enough to amortise a round trip, small enough to balance
 
@@ -137,9 +138,7 @@ def _init(sources: list[ShardSource], classes: list[str], decode: bool) -> None:
 
 def _close_readers() -> None:
     for reader in _STATE.get("readers", {}).values():
-        close = getattr(reader, "close", None)
-        if callable(close):
-            close()
+        close_reader(reader)
     _STATE["readers"] = {}
 
 
@@ -148,10 +147,7 @@ def _check_task(task: tuple[int, int, int]) -> Chunk:
     readers = _STATE["readers"]
     if k not in readers:
         for other in list(readers):  # tasks come shard after shard: keep one reader open
-            reader = readers.pop(other)
-            close = getattr(reader, "close", None)
-            if callable(close):
-                close()
+            close_reader(readers.pop(other))
         readers[k] = _STATE["sources"][k].open()
     read = readers[k].sample
     decoder, classes = _STATE["decoder"], _STATE["classes"]
