@@ -156,10 +156,9 @@ def _cover(
     arr: np.ndarray, box: tuple[float, float, float, float], info: ImageInfo, n: int
 ) -> tuple[np.ndarray, tuple[float, float, float, float]]:
     """Cut the decoded pixels covering stored ``box``, orient them, locate the box."""
-    (t, l, h, w), (y0, y1, x0, x1) = scaled_region(box, info, arr.shape[:2], n)
+    sub, (y0, y1, x0, x1) = scaled_region(box, info, arr.shape[:2], n)
     region = orient(arr[y0:y1, x0:x1], info.orientation)
-    sub = box_to_upright((t - y0, l - x0, h, w), info.orientation, region.shape[:2])
-    return region, sub
+    return region, box_to_upright(sub, info.orientation, region.shape[:2])
 
 
 def jpeg_scale(info: ImageInfo, box: tuple[float, float, float, float], min_size: Any) -> int:
@@ -176,8 +175,9 @@ def jpeg_scale(info: ImageInfo, box: tuple[float, float, float, float], min_size
 def scaled_region(
     box: tuple[float, float, float, float], info: ImageInfo, decoded: tuple[int, int], n: int
 ) -> tuple[tuple[float, float, float, float], tuple[int, int, int, int]]:
-    """Stored ``box`` in the pixels of a 1/n decode of size ``decoded``, and the
-    whole pixels covering it as ``(y0, y1, x0, x1)``. Shared by the compiled
+    """The whole pixels of a 1/n decode of size ``decoded`` that cover stored
+    ``box``, as ``(y0, y1, x0, x1)``, and the box located in them (stored
+    frame, fractional): ``(sub_box, (y0, y1, x0, x1))``. Shared by the compiled
     crop decoder (``native.py``), so both cut the same pixels."""
     sh, sw = info.stored_size
     dh, dw = decoded
@@ -185,7 +185,7 @@ def scaled_region(
     t, l, h, w = box[0] * ry, box[1] * rx, box[2] * ry, box[3] * rx
     y0, y1 = _enclose(t, h, dh)
     x0, x1 = _enclose(l, w, dw)
-    return (t, l, h, w), (y0, y1, x0, x1)
+    return (t - y0, l - x0, h, w), (y0, y1, x0, x1)
 
 
 def _enclose(start: float, length: float, limit: int) -> tuple[int, int]:

@@ -104,13 +104,13 @@ def plan(
     stored = _stored_box(box, info, label)
     n = jpeg_scale(info, stored, min_size)
     sh, sw = info.stored_size
-    (t, l, h, w), (y0, y1, x0, x1) = scaled_region(stored, info, (-(-sh // n), -(-sw // n)), n)
+    sub, (y0, y1, x0, x1) = scaled_region(stored, info, (-(-sh // n), -(-sw // n)), n)
     rh, rw = y1 - y0, x1 - x0
     if not snap:
-        return n, (y0, x0, rh, rw), (t - y0, l - x0, h, w)
+        return n, (y0, x0, rh, rw), sub
     o = info.orientation
     upright = (rw, rh) if o >= 5 else (rh, rw)
-    snapped = snap_box(box_to_upright((t - y0, l - x0, h, w), o, upright), upright)
+    snapped = snap_box(box_to_upright(sub, o, upright), upright)
     st, sl, bh, bw = box_to_stored(snapped, o, (rh, rw))
     return n, (y0 + st, x0 + sl, bh, bw), (0.0, 0.0, float(bh), float(bw))
 
