@@ -14,6 +14,7 @@ with a fresh scan), then every record reads.
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 from collections import Counter
@@ -102,6 +103,7 @@ def _verify_dataset(target: Target, findings: Findings) -> None:
     m, directory = target.manifest, target.path
     spec = registry.get(m.format)
     sources, counts, bases = [], [], []
+    starts = list(itertools.accumulate((s.records for s in m.shards), initial=0))  # first record of each shard
     for i, info in enumerate(m.shards):
         path = directory / info.file
         findings.shards += 1
@@ -128,7 +130,7 @@ def _verify_dataset(target: Target, findings: Findings) -> None:
             findings.problem(path, f"holds {n} records, the manifest says {info.records}")
         sources.append(source)
         counts.append(n)
-        bases.append(sum(s.records for s in m.shards[:i]))
+        bases.append(starts[i])
     source_files = SourceFiles(m.sources_file(directory))
     labels = _check_all(sources, counts, findings, m.classes, lambda k, j: source_files.at(bases[k] + j))
     if problem := source_files.problem(m.num_samples):
