@@ -99,7 +99,7 @@ def _materialize(store: Store, local: Path, *, records: int | None) -> None:
                 wanted = None if wanted is None else wanted - info.records
             else:
                 _stand_in(directory / data, size)
-        for name in set(manifest.files()) - {s.file for s in manifest.shards} - {s.index for s in manifest.shards}:
+        for name in manifest.extra_files():
             _download(store, prefix + name, directory / name)
         (directory / MANIFEST_NAME).write_text(text, encoding="utf-8")
 

@@ -58,9 +58,16 @@ class Manifest:
     def files(self) -> list[str]:
         """Every file of the dataset but ``manifest.json``, relative to its
         directory: shards, their indexes and the files named in :data:`FILE_EXTRAS`."""
-        names = [s.file for s in self.shards] + [s.index for s in self.shards if s.index]
-        names += [self.extra[k] for k in FILE_EXTRAS if isinstance(self.extra.get(k), str)]
-        return list(dict.fromkeys(names))
+        return list(dict.fromkeys(self._shard_files())) + self.extra_files()
+
+    def extra_files(self) -> list[str]:
+        """The files named in :data:`FILE_EXTRAS` that are not also a shard or an index."""
+        taken = set(self._shard_files())
+        names = [self.extra[k] for k in FILE_EXTRAS if isinstance(self.extra.get(k), str)]
+        return [n for n in dict.fromkeys(names) if n not in taken]
+
+    def _shard_files(self) -> list[str]:
+        return [s.file for s in self.shards] + [s.index for s in self.shards if s.index]
 
     def sources_file(self, directory: str | os.PathLike[str]) -> Path | None:
         """The converter's list of source files (``extra["sources"]``: line ``i``

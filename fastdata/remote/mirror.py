@@ -100,9 +100,8 @@ def localize(
         write_text_atomic(old, text)
     _MIRRORS.pop(str(directory), None)
     mirror = mirror_of(directory)
-    for name in manifest.files():
-        if name not in mirror.shards and name not in mirror.indexes:
-            mirror.fetch(name)  # the small files a dataset reads without opening a shard
+    for name in manifest.extra_files():
+        mirror.fetch(name)  # the small files a dataset reads without opening a shard
     return str(directory)
 
 
@@ -114,8 +113,7 @@ def _drop_changed(directory: Path, old: Manifest, new: Manifest) -> None:
             remove(directory / info.file)
             if info.index:
                 remove(directory / info.index)
-    extras = set(old.files()) - {s.file for s in old.shards} - {s.index for s in old.shards if s.index}
-    for name in extras:
+    for name in old.extra_files():
         remove(directory / name)
 
 
