@@ -17,6 +17,7 @@ from .sampler import ShardedSampler
 from .seeding import WorkerSeeder
 from .state import LoaderState
 from .streamed import StreamFeed
+from .threaded import ThreadedBatches
 
 __all__ = ["Loader"]
 
@@ -29,7 +30,7 @@ class Loader:
     counts as an epoch. ``len()`` is this rank's batches per full epoch.
     """
 
-    def __init__(self, dataloader: DataLoader, order: ShardedSampler | StreamFeed, seeder: WorkerSeeder,
+    def __init__(self, dataloader: DataLoader | ThreadedBatches, order: ShardedSampler | StreamFeed, seeder: WorkerSeeder,
                  prefetcher: CUDAPrefetcher | None, *, dataset: Any, seeding: Seeding) -> None:
         # order: the sampler of a map-style dataset, or the feed of a stream; same interface
         self.dataloader, self.order, self.prefetcher = dataloader, order, prefetcher
@@ -105,6 +106,9 @@ class Loader:
         self._stop_persistent_workers()  # the next pass starts fresh ones
 
     def _stop_persistent_workers(self) -> None:
+        if isinstance(self.dataloader, ThreadedBatches):
+            self.dataloader.close()
+            return
         workers = getattr(self.dataloader, "_iterator", None)
         if workers is not None and hasattr(workers, "_shutdown_workers"):
             workers._shutdown_workers()

@@ -20,6 +20,7 @@ from .sampler import ShardedSampler
 from .seeding import WorkerSeeder
 from .settings import Prefetch, Workers
 from .streamed import StreamFeed, is_stream
+from .threaded import ThreadedBatches
 
 __all__ = ["make_loader"]
 
@@ -34,6 +35,19 @@ def _place(dataset: Any, rank: int | None, world_size: int | None, distributed: 
         dataset.place.check_unchanged(type(dataset).__name__)  # found before init_process_group?
         return dataset.place  # the stream's own, resolved the same way when it was created
     return resolve_place(rank, world_size, train=train)
+
+
+def _check_threads(dataset: Any, seeding: Seeding) -> None:
+    if is_stream(dataset):
+        raise ConfigError(
+            "Workers(kind='threads') reads map-style datasets: open the dataset without streaming=True, "
+            "or use worker processes (kind='processes') for a stream"
+        )
+    if seeding != "sample":
+        raise ConfigError(
+            "Workers(kind='threads') needs seeding='sample' (threads share one process, so there is no "
+            "per-worker stream); pass seeding='sample' or use worker processes"
+        )
 
 
 def make_loader(
@@ -69,8 +83,9 @@ def make_loader(
             group's (a stream's own place when it was given one), else one
             rank. Refuses training set-ups whose ranks would read the same
             data (see :func:`fastdata.order.resolve_place`).
-        workers: :class:`Workers` (count, persistence, prefetch factor,
-            start method, pinning), or an int worker count.
+        workers: :class:`Workers` (count, processes or threads,
+            persistence, prefetch factor, start method, pinning), or an int
+            worker count.
         prefetch: :class:`Prefetch` to copy and normalise batches on a device
             (mean/std in 0-1 units); None yields uint8 CPU batches.
         collate_fn: replaces :class:`FastCollate` (raw bytes, detection
@@ -96,6 +111,8 @@ def make_loader(
     if seed is None:
         seed = int(getattr(dataset, "seed", 0)) if is_stream(dataset) else 0
     count, pinned = settings.count(), settings.pinned(prefetch)
+    if settings.threads:
+        _check_threads(dataset, seeding)
     if is_stream(dataset):
         order = StreamFeed(dataset, seed=seed, place=place, train=train, batch_size=batch_size, seeding=seeding)
         data, sampler = order, None
@@ -105,21 +122,28 @@ def make_loader(
         data = KeyedDataset(dataset, seeding=seeding, rank=place.rank)
     if collate_fn is None:
         layout = prefetch.memory_format if prefetch is not None else torch.contiguous_format
-        collate_fn = FastCollate(memory_format=layout, pin_memory=pinned and count == 0)
+        collate_fn = FastCollate(memory_format=layout, pin_memory=pinned and (count == 0 or settings.threads))
     seeder = WorkerSeeder(seed, rank=place.rank)
     generator = torch.Generator()
     generator.manual_seed(seeds.global_seeds(seed)[2])  # torch's base seeds; the global RNG stays untouched
-    dataloader = DataLoader(
-        data,
-        batch_size=batch_size,
-        sampler=sampler,
-        collate_fn=collate_fn,
-        pin_memory=pinned,
-        drop_last=train if drop_last is None else bool(drop_last),
-        worker_init_fn=seeder if count > 0 else None,
-        generator=generator,
-        **settings.dataloader_options(),
-    )
+    if settings.threads:
+        dataloader: DataLoader | ThreadedBatches = ThreadedBatches(
+            data, batch_size=batch_size, sampler=sampler, collate_fn=collate_fn,
+            drop_last=train if drop_last is None else bool(drop_last), threads=count,
+            prefetch_factor=settings.prefetch_factor or 2, persistent=settings.persistent, pin=pinned,
+        )
+    else:
+            dataloader = DataLoader(
+            data,
+            batch_size=batch_size,
+            sampler=sampler,
+            collate_fn=collate_fn,
+            pin_memory=pinned,
+            drop_last=train if drop_last is None else bool(drop_last),
+            worker_init_fn=seeder if count > 0 else None,
+            generator=generator,
+            **settings.dataloader_options(),
+        )
     if len(dataloader) == 0:
         raise ConfigError(
             f"{order.length} samples over {place.world_size} rank(s) give this rank {len(order)}, not one full "

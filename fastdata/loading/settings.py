@@ -20,6 +20,7 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 library's one definition, used by ``Prefetch`` users and ``fastdata.dali``."""
 
 _CONTEXTS = (None, "fork", "spawn", "forkserver")
+_KINDS = ("processes", "threads")
 
 
 def _default_count() -> int:
@@ -48,15 +49,26 @@ def unit_channels(owner: str, name: str, values: Sequence[float] | None, note: s
 
 @dataclass(frozen=True)
 class Workers:
-    """The DataLoader worker processes (``make_loader(..., workers=Workers(...))``;
+    """The loader's workers (``make_loader(..., workers=Workers(...))``;
     ``workers=4`` is short for ``Workers(num=4)``).
 
     Args:
-        num: worker processes; ``None`` = CPUs per local rank, at most 8;
-            0 loads in the main process.
+        num: workers; ``None`` = CPUs per local rank, at most 8; 0 loads in
+            the main process.
+        kind: ``"processes"`` (torch's DataLoader worker processes) or
+            ``"threads"``: threads of this process build whole batches
+            (:class:`~fastdata.loading.threaded.ThreadedBatches`). Threads
+            skip the per-batch shared memory and pickling of processes and
+            are faster when the transforms release the GIL, as fastdata's
+            decode-aware ones do with the compiled crop decoder
+            (``fastdata.decode.native_status()``); Python-heavy transforms
+            want processes. Threads take map-style datasets and
+            ``seeding="sample"``, and never reseed the global
+            ``random``/NumPy/torch streams.
         persistent: keep workers alive between epochs (when ``num > 0``).
         prefetch_factor: batches each worker loads ahead (torch's default 2).
-        context: ``"fork"``, ``"spawn"``, ``"forkserver"`` or None (torch's default).
+        context: ``"fork"``, ``"spawn"``, ``"forkserver"`` or None (torch's
+            default); processes only.
         pin_memory: batches in pinned host memory; ``"auto"`` = when CUDA is
             available and the prefetch (if any) goes to a CUDA device.
     """
@@ -66,8 +78,13 @@ class Workers:
     prefetch_factor: int | None = None
     context: str | None = None
     pin_memory: bool | Literal["auto"] = "auto"
+    kind: Literal["processes", "threads"] = "processes"
 
     def __post_init__(self) -> None:
+        if self.kind not in _KINDS:
+            raise ConfigError(f"Workers(kind=...) must be one of {_KINDS}, got {self.kind!r}")
+        if self.kind == "threads" and self.context is not None:
+            raise ConfigError(f"Workers(kind='threads') starts no processes: drop context={self.context!r}")
         if self.num is not None and self.num < 0:
             raise ConfigError(f"Workers(num=...) must be >= 0 or None, got {self.num}")
         if self.context not in _CONTEXTS:
@@ -84,8 +101,13 @@ class Workers:
             return cls(num=value)
         raise ConfigError(f"workers must be an int or fastdata.Workers(...), got {type(value).__name__}")
 
+    @property
+    def threads(self) -> bool:
+        """Whether the workers are threads (and there are some)."""
+        return self.kind == "threads" and self.count() > 0
+
     def count(self) -> int:
-        """The number of worker processes."""
+        """The number of workers."""
         return _default_count() if self.num is None else int(self.num)
 
     def pinned(self, prefetch: Prefetch | None) -> bool:
@@ -95,8 +117,9 @@ class Workers:
         return torch.cuda.is_available() and (prefetch is None or prefetch.target().type == "cuda")
 
     def dataloader_options(self) -> dict[str, Any]:
-        """The worker keywords of ``torch.utils.data.DataLoader``."""
-        n = self.count()
+        """The worker keywords of ``torch.utils.data.DataLoader`` (no workers
+        of its own when they are threads)."""
+        n = 0 if self.threads else self.count()
         return {
             "num_workers": n,
             "persistent_workers": self.persistent and n > 0,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import threading
 from collections.abc import Iterator
 from typing import Any, Literal, NamedTuple
 
@@ -28,7 +29,16 @@ __all__ = [
 
 Seeding = Literal["sample", "worker"]
 
-_state: dict[str, Any] = {"pid": None, "gen": None}
+class _State(threading.local):
+    """The generator in force, per thread: loader threads
+    (``Workers(kind="threads")``) each run samples under their own key's
+    stream at the same time. ``pid`` tells a forked child to make its own."""
+
+    pid: int | None = None
+    gen: np.random.Generator | None = None
+
+
+_state = _State()
 
 
 class SampleKey(NamedTuple):
@@ -41,28 +51,27 @@ class SampleKey(NamedTuple):
 
 def set_generator(gen: np.random.Generator) -> None:
     """Install ``gen`` as this process's generator."""
-    _state["pid"] = os.getpid()
-    _state["gen"] = gen
+    _state.pid, _state.gen = os.getpid(), gen
 
 
 def generator() -> np.random.Generator:
     """This process's augmentation generator (a fresh one after fork)."""
-    if _state["pid"] != os.getpid() or _state["gen"] is None:
+    if _state.pid != os.getpid() or _state.gen is None:
         import torch
 
         set_generator(seeds.unseeded_generator(torch.initial_seed()))
-    return _state["gen"]
+    return _state.gen  # type: ignore[return-value]
 
 
 @contextlib.contextmanager
 def use(gen: np.random.Generator) -> Iterator[np.random.Generator]:
     """Make ``gen`` the process generator inside the block."""
-    previous = (_state["pid"], _state["gen"])
+    previous = (_state.pid, _state.gen)
     set_generator(gen)
     try:
         yield gen
     finally:
-        _state["pid"], _state["gen"] = previous
+        _state.pid, _state.gen = previous
 
 
 def seed_streams(py: int, np_seed: int, torch_seed: int, gen: np.random.Generator) -> None:
