@@ -25,6 +25,12 @@ def test_quick_bench_from_the_command_line(tmp_path):
     assert {g for g, _ in rows} == {"train", "eval", "read", "convert"}
     assert all(r["median"] > 0 for r in rows.values())
     assert rows[("train", "fastdata recordio, decode-aware")]["ratio_to_baseline"] > 0
+    from fastdata.decode.native import crop_decoder
+
+    # decode-aware rows run on the workers the README recommends for them; the other kind is shown beside
+    kind = "threads" if crop_decoder() == "compiled" else "processes"
+    assert rows[("train", "fastdata recordio, decode-aware")]["note"] == f"worker {kind}"
+    assert (("train", "fastdata recordio, decode-aware, worker processes") in rows) == (kind == "threads")
     assert "targets (ratios from this run)" in proc.stdout
     assert (out / "results.txt").read_text().startswith("group")
 
