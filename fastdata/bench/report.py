@@ -10,6 +10,7 @@ import platform
 from pathlib import Path
 from typing import Any
 
+from ..decode.native import native_status
 from .harness import Result
 from .targets import decode_aware_row, decode_limit_source, target
 
@@ -38,6 +39,7 @@ def machine_info() -> dict:
         "platform": platform.platform(),
         "python": platform.python_version(),
         "versions": versions,
+        "crop_decode": native_status(),
     }
 
 

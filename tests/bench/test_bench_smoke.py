@@ -20,6 +20,7 @@ def test_quick_bench_from_the_command_line(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads((out / "results.json").read_text())
     assert doc["machine"]["cpu_count"] and doc["machine"]["versions"]["torch"]
+    assert doc["machine"]["crop_decode"].startswith(("compiled", "pure Python"))
     rows = {(r["group"], r["name"]): r for r in doc["results"]}
     assert all(r["error"] is None for r in rows.values()), [r["error"] for r in rows.values() if r["error"]]
     assert {g for g, _ in rows} == {"train", "eval", "read", "convert"}
