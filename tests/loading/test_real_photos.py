@@ -17,15 +17,16 @@ def _photos(shared_data, count: int = 12):
     return Subset(folder, list(range(0, step * count, step)))  # both classes, real sizes
 
 
-def test_real_photos_same_batches_for_0_and_2_workers(shared_data):
+def test_real_photos_same_batches_for_0_and_2_workers_and_2_threads(shared_data):
     runs = []
-    for workers in (0, 2):
-        with make_loader(_photos(shared_data), 4, seed=1, workers=Workers(workers, context="fork")) as loader:
+    for workers in (Workers(0), Workers(2, context="fork"), Workers(2, kind="threads")):
+        with make_loader(_photos(shared_data), 4, seed=1, workers=workers) as loader:
             runs.append([[(x, y) for x, y in loader] for _ in range(2)])
     for epoch in range(2):
-        for (x0, y0), (x2, y2) in zip(runs[0][epoch], runs[1][epoch], strict=True):
-            assert x0.shape == (4, 3, 48, 48) and x0.dtype == torch.uint8
-            assert torch.equal(x0, x2) and torch.equal(y0, y2)
+        for run in runs[1:]:
+            for (x0, y0), (x2, y2) in zip(runs[0][epoch], run[epoch], strict=True):
+                assert x0.shape == (4, 3, 48, 48) and x0.dtype == torch.uint8
+                assert torch.equal(x0, x2) and torch.equal(y0, y2)
     assert {y for batch in runs[0][0] for y in batch[1].tolist()} == {0, 1}
     # a new epoch: new order and new crops
     assert not all(torch.equal(a[0], b[0]) for a, b in zip(runs[0][0], runs[0][1], strict=True))
