@@ -121,3 +121,14 @@ def test_results_md_states_the_same_targets():
     for t in TARGETS:
         assert f"- {t.label}: >= {t.minimum}x" in section, t
     assert len(re.findall(r">= [\d.]+x", section)) == len(TARGETS)
+
+
+def test_decode_limit_is_the_best_same_images_pipeline_vs_a_full_decode():
+    tv = "apex recipe: ImageFolder+PIL, uint8 collate"
+    resized = _row("fastdata recordio --resize 256, decode-aware", "train", [3000], tv)
+    text = "\n".join(report.headline([*_results(), resized]))
+    assert re.search(r"decode limit: fastdata recordio, decode-aware vs full decode only.*: 1\.10x", text)
+    marked = _row("fastdata recordio --restart-markers, decode-aware", "train", [1300], tv)
+    text = "\n".join(report.headline([*_results(), resized, marked]))
+    assert re.search(r"MET    decode limit: fastdata recordio --restart-markers, decode-aware vs full decode only, "
+                     r"recordio.*: 1\.30x", text)
