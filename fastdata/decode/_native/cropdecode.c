@@ -17,6 +17,7 @@
 #include <jpeglib.h>
 
 #include "resample.h"
+#include "segments.h"
 
 struct fd_jerr {
     struct jpeg_error_mgr pub;
@@ -133,13 +134,8 @@ static int decode_region(struct fd_ctx *c, const fd_request *rq, const uint8_t *
     return (int)(c0 - (int)xoff);
 }
 
-int fd_decode_resized(const uint8_t *data, size_t size, const fd_request *rq,
-                      uint8_t *out, ptrdiff_t out_stride, fd_result *res) {
-    memset(res, 0, sizeof(*res));
-    if (check_request(rq, res) != FD_OK) return res->status;
-    if (size < 4 || size > (size_t)(unsigned long)-1) return fail(res, FD_ERROR, "not a JPEG: too short");
-    struct fd_ctx *c = calloc(1, sizeof(*c));
-    if (!c) return fail(res, FD_NOMEM, "out of memory");
+static int decode_file(struct fd_ctx *c, const uint8_t *data, size_t size, const fd_request *rq,
+                       uint8_t *out, ptrdiff_t out_stride, fd_result *res) {
     j_decompress_ptr cinfo = &c->cinfo;
     cinfo->err = jpeg_std_error(&c->jerr.pub);
     c->jerr.pub.error_exit = fd_error_exit;
@@ -188,6 +184,27 @@ int fd_decode_resized(const uint8_t *data, size_t size, const fd_request *rq,
     res->status = FD_OK;
 done:
     jpeg_destroy_decompress(cinfo);
+    return res->status;
+}
+
+int fd_decode_resized(const uint8_t *data, size_t size, const fd_request *rq,
+                      uint8_t *out, ptrdiff_t out_stride, fd_result *res) {
+    memset(res, 0, sizeof(*res));
+    if (check_request(rq, res) != FD_OK) return res->status;
+    if (size < 4 || size > (size_t)(unsigned long)-1) return fail(res, FD_ERROR, "not a JPEG: too short");
+    struct fd_ctx *c = calloc(1, sizeof(*c));
+    if (!c) return fail(res, FD_NOMEM, "out of memory");
+    /* Only the restart segments the region needs, when the file allows it. */
+    fd_view view;
+    fd_request shifted = *rq;
+    if (fd_restart_view(data, size, rq->denom, rq->region, rq->max_pixels, &view)) {
+        shifted.region[0] -= view.row_shift;
+        shifted.region[1] -= view.col_shift;
+        decode_file(c, view.data, view.size, &shifted, out, out_stride, res);
+        free(view.data);
+    } else {
+        decode_file(c, data, size, rq, out, out_stride, res);
+    }
     free(c->pixels);
     free(c->rows);
     free(c);

@@ -7,6 +7,7 @@
 #include <jpeglib.h>
 
 #include "cropdecode.h"
+#include "restarts.h"
 
 /* out must be a writable (H, W, 3) uint8 buffer with packed pixels; rows may be
  * apart (a slot of a channels-last batch). */
@@ -58,6 +59,31 @@ static PyObject *decode_resized(PyObject *self, PyObject *args) {
     return Py_BuildValue("(is)", res.status, res.message);
 }
 
+PyDoc_STRVAR(add_restarts_doc,
+"add_restarts(data, chunks, optimize)\n--\n\n"
+"The JPEG losslessly rewritten with a restart marker every MCUs-per-row / d MCUs\n"
+"(d: the largest divisor of the MCUs per row not above chunks), every APPn/COM\n"
+"marker kept; optimize: Huffman tables fitted to the image. The GIL is released.\n"
+"Returns bytes, or (status, message) when it could not (see STATUS_* constants).");
+
+static PyObject *add_restarts(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    int chunks, optimize;
+    uint8_t *out;
+    size_t out_size;
+    fd_result res;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*ip:add_restarts", &data, &chunks, &optimize)) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    fd_add_restarts((const uint8_t *)data.buf, (size_t)data.len, chunks, optimize, &out, &out_size, &res);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&data);
+    if (res.status != FD_OK) return Py_BuildValue("(is)", res.status, res.message);
+    PyObject *bytes = PyBytes_FromStringAndSize((const char *)out, (Py_ssize_t)out_size);
+    free(out);
+    return bytes;
+}
+
 extern int fd_allow_avx2;
 
 static PyObject *set_avx2(PyObject *self, PyObject *arg) {
@@ -70,6 +96,7 @@ static PyObject *set_avx2(PyObject *self, PyObject *arg) {
 
 static PyMethodDef methods[] = {
     {"decode_resized", decode_resized, METH_VARARGS, decode_resized_doc},
+    {"add_restarts", add_restarts, METH_VARARGS, add_restarts_doc},
     {"_set_avx2", set_avx2, METH_O, "Allow (True) or forbid the AVX2 kernels; returns the previous setting. For tests."},
     {NULL, NULL, 0, NULL},
 };
