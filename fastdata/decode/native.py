@@ -115,6 +115,37 @@ def plan(
     return n, (y0 + st, x0 + sl, bh, bw), (0.0, 0.0, float(bh), float(bw))
 
 
+RESTART_CHUNKS = 24
+
+
+def add_restarts(data: bytes, *, chunks: int = RESTART_CHUNKS, optimize: bool = True) -> bytes | None:
+    """The JPEG losslessly rewritten with restart markers, or ``None`` to keep it as is.
+
+    The DCT coefficients are copied (so it decodes to the same pixels) with
+    every APPn/COM marker (EXIF orientation, ICC); only the entropy coding
+    changes: a restart marker every ``MCUs per row / d`` MCUs, ``d`` the
+    largest divisor of the MCUs per row up to ``chunks`` (one MCU per segment
+    when the row splits poorly), and, with ``optimize``, Huffman tables fitted
+    to the image (about the original's size; the standard tables add ~5%).
+    The compiled crop decoder then decodes only the segments covering a crop:
+    on hymenoptera/train, RandomResizedCrop(224) ~1.28x, Resize(256)+CenterCrop(224)
+    ~1.12x (one core), for files ~3% larger.
+
+    Returns ``None`` for what it does not rewrite: progressive, arithmetic,
+    12-bit, CMYK/YCCK, subsampled grayscale, or damaged data (which the
+    decoders then report as before).
+
+    Raises:
+        MissingDependencyError: the compiled extension is not built.
+    """
+    if _cropdecode is None:
+        raise MissingDependencyError(f"restart markers need the compiled crop decoder ({_IMPORT_ERROR}); {HINT}")
+    if not is_jpeg(data):
+        return None
+    out = _cropdecode.add_restarts(data, chunks, optimize)
+    return out if isinstance(out, bytes) else None
+
+
 def decode_resized(
     data: bytes,
     info: ImageInfo,

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <jpeglib.h>
+#include <jerror.h>
 
 struct tr_err {
     struct jpeg_error_mgr pub;
@@ -20,11 +21,36 @@ static void tr_emit(j_common_ptr cinfo, int level) {
 }
 
 /* MCUs per restart segment: the MCUs per row split into d equal runs, d the
- * largest divisor of mx not above chunks. */
+ * largest divisor of mx not above chunks. When that leaves runs more than 4x
+ * longer than asked (a prime mx), one MCU per segment: on hymenoptera that
+ * decoded crops as fast as 3-MCU runs, for a file 5% larger instead of 3%. */
 static unsigned choose_interval(unsigned mx, int chunks) {
-    unsigned d = chunks > 1 ? (unsigned)chunks : 1;
+    unsigned want = chunks > 1 ? (unsigned)chunks : 1, d = want;
     while (d > 1 && mx % d) d--;
+    if (d * 4 < (want < mx ? want : mx)) d = mx;
     return mx / d;
+}
+
+/* A growing output buffer of our own: jpeg_mem_dest's is lost (leaked) when an
+ * error longjmps out after it has grown. */
+struct tr_dest {
+    struct jpeg_destination_mgr pub;
+    uint8_t *buf;
+    size_t cap;
+};
+
+static void tr_init(j_compress_ptr cinfo) { (void)cinfo; }
+static void tr_term(j_compress_ptr cinfo) { (void)cinfo; }
+
+static boolean tr_grow(j_compress_ptr cinfo) {
+    struct tr_dest *d = (struct tr_dest *)cinfo->dest;
+    uint8_t *bigger = realloc(d->buf, d->cap * 2);
+    if (!bigger) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 10);
+    d->pub.next_output_byte = bigger + d->cap;
+    d->pub.free_in_buffer = d->cap;
+    d->buf = bigger;
+    d->cap *= 2;
+    return TRUE;
 }
 
 static int is_marker(const jpeg_saved_marker_ptr m, int code, const char *tag, unsigned len) {
@@ -36,9 +62,8 @@ int fd_add_restarts(const uint8_t *data, size_t size, int chunks, int optimize, 
     struct jpeg_decompress_struct src;
     struct jpeg_compress_struct dst;
     struct tr_err err;
-    unsigned char *buf = NULL;
-    unsigned long len = 0;
-    memset(&src, 0, sizeof(src)), memset(&dst, 0, sizeof(dst));
+    struct tr_dest dest;
+    memset(&src, 0, sizeof(src)), memset(&dst, 0, sizeof(dst)), memset(&dest, 0, sizeof(dest));
     memset(res, 0, sizeof(*res));
     res->status = FD_ERROR;
     src.err = dst.err = jpeg_std_error(&err.pub);
@@ -69,7 +94,18 @@ int fd_add_restarts(const uint8_t *data, size_t size, int chunks, int optimize, 
     unsigned mcu_w = src.num_components == 1 ? 8 : 8 * (unsigned)src.max_h_samp_factor;
     dst.restart_interval = choose_interval((src.image_width + mcu_w - 1) / mcu_w, chunks);
     dst.optimize_coding = optimize ? TRUE : FALSE;
-    jpeg_mem_dest(&dst, &buf, &len);
+    dest.cap = size + size / 4 + 4096;
+    if (!(dest.buf = malloc(dest.cap))) {
+        res->status = FD_NOMEM;
+        snprintf(res->message, sizeof(res->message), "out of memory");
+        goto done;
+    }
+    dest.pub.next_output_byte = dest.buf;
+    dest.pub.free_in_buffer = dest.cap;
+    dest.pub.init_destination = tr_init;
+    dest.pub.empty_output_buffer = tr_grow;
+    dest.pub.term_destination = tr_term;
+    dst.dest = &dest.pub;
     jpeg_write_coefficients(&dst, coefs);
     for (jpeg_saved_marker_ptr m = src.marker_list; m; m = m->next) {
         /* libjpeg writes its own JFIF/Adobe headers; a second copy would confuse readers */
@@ -80,11 +116,11 @@ int fd_add_restarts(const uint8_t *data, size_t size, int chunks, int optimize, 
     }
     jpeg_finish_compress(&dst);
     jpeg_finish_decompress(&src);
-    *out = buf, *out_size = len, buf = NULL;
+    *out = dest.buf, *out_size = dest.cap - dest.pub.free_in_buffer, dest.buf = NULL;
     res->status = FD_OK;
 done:
     jpeg_destroy_compress(&dst);
     jpeg_destroy_decompress(&src);
-    free(buf);
+    free(dest.buf);
     return res->status;
 }
