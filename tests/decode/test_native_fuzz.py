@@ -30,3 +30,5 @@ def test_300_mutations_under_asan(tmp_path):
     assert int(counts["iterations"]) == 300
     # The mutations reach both the decoded and the rejected paths.
     assert int(counts["ok"]) > 20 and int(counts["error"]) > 20, lines
+    # ... and the restart-segment decoder and the restart-marker transcode.
+    assert int(counts["segmented"]) > 5 and int(counts["transcoded"]) > 3, lines

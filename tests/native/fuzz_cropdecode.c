@@ -6,12 +6,18 @@
  *
  * Prints one line: iterations, counts per status, and a hash of every
  * successful output (the SIMD and the plain C builds must agree on it).
+ * Restart-marked inputs are decoded twice, only the segments the crop needs
+ * and the whole file: when both succeed the pixels must be the same. Some
+ * inputs first go through fd_add_restarts (the lossless transcode), whose
+ * output, when there is one, is what gets decoded.
  * Built and run by tests/native/fuzz.py. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cropdecode.h"
+#include "restarts.h"
+#include "segments.h"
 
 extern int fd_allow_avx2;
 
@@ -120,6 +126,12 @@ static void random_request(const seed_t *s, fd_request *rq) {
     rq->max_pixels = below(10) ? (uint64_t)4 << 20 : (uint64_t)below(1u << 20);
 }
 
+/* What fd_decode_resized checks before it looks for restart segments. */
+static int status_of_request_ok(const fd_request *rq) {
+    return (rq->denom == 1 || rq->denom == 2 || rq->denom == 4 || rq->denom == 8) && rq->region[0] >= 0 &&
+           rq->region[1] >= 0 && rq->region[2] > 0 && rq->region[3] > 0;
+}
+
 static int load(const char *path, seed_t *s) {
     FILE *f = fopen(path, "rb");
     if (!f) return -1;
@@ -152,7 +164,7 @@ int main(int argc, char **argv) {
     }
     cap += 4096;
     uint8_t *buf = malloc(cap);
-    long counts[8] = {0};
+    long counts[8] = {0}, transcoded = 0, segmented = 0;
     uint64_t hash = 1469598103934665603ULL;
     for (long it = 0; it < iterations; it++) {
         const seed_t *s = &seeds[below((uint32_t)nseeds)];
@@ -168,17 +180,46 @@ int main(int argc, char **argv) {
         uint8_t *copy = malloc(size ? size : 1); /* exactly the data's size, too */
         memcpy(copy, buf, size);
         fd_result res;
+        if (below(6) == 0) { /* the transcode, on intact or mutated data */
+            uint8_t *marked;
+            size_t marked_size;
+            if (fd_add_restarts(copy, size, 1 + (int)below(40), (int)below(2), &marked, &marked_size, &res) == FD_OK) {
+                free(copy);
+                copy = marked, size = marked_size;
+                hash = (hash ^ marked_size) * 1099511628211ULL;
+                transcoded++;
+            }
+        }
+        fd_view view;
+        if (status_of_request_ok(&rq) && fd_restart_view(copy, size, rq.denom, rq.region, rq.max_pixels, &view)) {
+            segmented++; /* this one goes through the segment path */
+            free(view.data);
+        }
+        fd_allow_segments = 1;
         int status = fd_decode_resized(copy, size, &rq, out, stride, &res);
-        counts[status >= 0 && status < 8 ? status : 7]++;
+        counts[status >= 0 && status < 7 ? status : 7]++;
+        if (status == FD_OK) { /* the whole-file path must agree */
+            uint8_t *whole = malloc(out_size);
+            fd_result wres;
+            fd_allow_segments = 0;
+            if (fd_decode_resized(copy, size, &rq, whole, stride, &wres) == FD_OK)
+                for (int y = 0; y < rq.out_h; y++)
+                    if (memcmp(out + y * stride, whole + y * stride, (size_t)rq.out_w * 3)) {
+                        printf("MISMATCH segments vs whole file, iteration %ld\n", it);
+                        return 3;
+                    }
+            free(whole);
+        }
         if (status == FD_OK)
             for (int y = 0; y < rq.out_h; y++)
                 for (int x = 0; x < rq.out_w * 3; x++) hash = (hash ^ out[y * stride + x]) * 1099511628211ULL;
         free(out);
         free(copy);
     }
-    printf("iterations %ld ok %ld error %ld too_large %ld unsupported %ld recoverable %ld nomem %ld badarg %ld hash %016llx\n",
+    printf("iterations %ld ok %ld error %ld too_large %ld unsupported %ld recoverable %ld nomem %ld badarg %ld "
+           "transcoded %ld segmented %ld hash %016llx\n",
            iterations, counts[FD_OK], counts[FD_ERROR], counts[FD_TOO_LARGE], counts[FD_UNSUPPORTED],
-           counts[FD_RECOVERABLE], counts[FD_NOMEM], counts[FD_BADARG], (unsigned long long)hash);
+           counts[FD_RECOVERABLE], counts[FD_NOMEM], counts[FD_BADARG], transcoded, segmented, (unsigned long long)hash);
     for (int i = 0; i < nseeds; i++) free(seeds[i].data);
     free(seeds);
     free(buf);

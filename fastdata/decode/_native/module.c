@@ -8,6 +8,7 @@
 
 #include "cropdecode.h"
 #include "restarts.h"
+#include "segments.h"
 
 /* out must be a writable (H, W, 3) uint8 buffer with packed pixels; rows may be
  * apart (a slot of a channels-last batch). */
@@ -94,9 +95,19 @@ static PyObject *set_avx2(PyObject *self, PyObject *arg) {
     return PyBool_FromLong(previous);
 }
 
+static PyObject *set_segments(PyObject *self, PyObject *arg) {
+    int previous = fd_allow_segments, allow = PyObject_IsTrue(arg);
+    (void)self;
+    if (allow < 0) return NULL;
+    fd_allow_segments = allow;
+    return PyBool_FromLong(previous);
+}
+
 static PyMethodDef methods[] = {
     {"decode_resized", decode_resized, METH_VARARGS, decode_resized_doc},
     {"add_restarts", add_restarts, METH_VARARGS, add_restarts_doc},
+    {"_set_segments", set_segments, METH_O,
+     "Allow (True) or forbid decoding only the restart segments a crop needs; returns the previous setting. For tests."},
     {"_set_avx2", set_avx2, METH_O, "Allow (True) or forbid the AVX2 kernels; returns the previous setting. For tests."},
     {NULL, NULL, 0, NULL},
 };

@@ -12,6 +12,8 @@
 
 #define MAX_KEPT 64
 
+int fd_allow_segments = 1;
+
 struct layout {
     unsigned width, height, restart;
     int comps, hmax, vmax;
@@ -120,7 +122,7 @@ int fd_restart_view(const uint8_t *d, size_t size, int denom, const int region[4
     struct layout L;
     memset(&L, 0, sizeof(L));
     memset(view, 0, sizeof(*view));
-    if (!read_header(d, size, &L)) return 0;
+    if (!fd_allow_segments || !read_header(d, size, &L)) return 0;
     if (max_pixels && (uint64_t)L.width * L.height > max_pixels) return 0;
     unsigned out_h = (L.height + (unsigned)denom - 1) / (unsigned)denom, out_w = (L.width + (unsigned)denom - 1) / (unsigned)denom;
     if ((unsigned)region[0] + (unsigned)region[2] > out_h || (unsigned)region[1] + (unsigned)region[3] > out_w)

@@ -19,6 +19,10 @@ typedef struct {
     int col_shift;       /* ... and left of it: subtract from the region */
 } fd_view;
 
+/* 0: never cut (the whole-file path decodes everything); for tests that
+ * compare both paths on the same file. */
+extern int fd_allow_segments;
+
 /* 1 and *view filled when a smaller JPEG gives the same pixels for region
  * (top, left, height, width in 1/denom pixels); 0 when the caller should
  * decode data itself: no usable restart markers, any layout or marker this
