@@ -40,8 +40,9 @@ def run_bench(argv: list[str]) -> int:
         return EXIT_INTERRUPTED
 
 
-def bench_convert(src: str, out: str, fmt: str, workers: int, resize: int | None = None) -> None:
-    """Convert ImageFolder ``src`` into ``out`` quietly (pass-through unless ``resize``)."""
+def bench_convert(src: str, out: str, fmt: str, workers: int, resize: int | None = None, restart_markers: bool = False) -> None:
+    """Convert ImageFolder ``src`` into ``out`` quietly (pass-through unless ``resize``;
+    ``restart_markers``: as ``fastdata convert --restart-markers``)."""
     # imported here: a bench run may end (or be interrupted) before its first conversion
     from .convert import ConvertRequest, convert
     from .pack import RunOptions
@@ -49,7 +50,7 @@ def bench_convert(src: str, out: str, fmt: str, workers: int, resize: int | None
 
     req = ConvertRequest(
         out=out,
-        options=PlanOptions(format=fmt, resize=resize),
+        options=PlanOptions(format=fmt, resize=resize, restart_markers=restart_markers),
         run=RunOptions(workers=workers),
         src=src,
         allow_skips=True,

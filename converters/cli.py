@@ -119,6 +119,9 @@ def _add_convert(sub) -> None:
     g.add_argument("--resize", type=int, metavar="S", help="shrink so the shorter side is S pixels (never enlarges)")
     g.add_argument("--quality", type=int, metavar="Q",
                    help="JPEG quality of re-encoded images (default 90); giving it re-encodes every image")
+    g.add_argument("--restart-markers", action="store_true",
+                   help="rewrite stored JPEGs losslessly with restart markers (same pixels, ~3%% larger) so that "
+                        "the compiled crop decoder decodes only what a crop covers (needs it built)")
     g.add_argument("--exts", default=None, metavar="LIST",
                    help="comma-separated extensions to take (default jpg,jpeg,png,ppm,bmp,pgm,tif,tiff,webp: "
                         "torchvision's and fastdata.ImageFolder's; add gif to take GIFs)")
@@ -187,6 +190,7 @@ def _run_convert(args: argparse.Namespace) -> int:
         resize=args.resize,
         quality=args.quality if args.quality is not None else 90,
         reencode=args.quality is not None,
+        restart_markers=args.restart_markers,
     )
     request = ConvertRequest(
         out=out,

@@ -219,6 +219,11 @@ def _check_request(req: ConvertRequest) -> None:
         raise ConfigError(f"--quality must be in 1..100, got {o.quality}")
     if o.resize is not None and o.resize < 1:
         raise ConfigError(f"--resize must be a positive number of pixels, got {o.resize}")
+    if o.restart_markers:
+        from fastdata.decode import native_available, native_status
+
+        if not native_available():
+            raise ConfigError(f"--restart-markers needs the compiled crop decoder, and this install has {native_status()}")
     if o.shards is not None and o.shards < 1:
         raise ConfigError(f"--shards must be at least 1, got {o.shards}")
     if req.run.on_error not in ("raise", "skip"):

@@ -16,6 +16,12 @@ JPEG once, at conversion time, so that no decoder later has to know about it:
 * on request: ``resize`` (shorter side, only shrinks, Lanczos) and an explicit
   ``quality`` (every image re-encoded).
 
+With ``restart_markers`` every baseline JPEG stored (passed through or
+re-encoded) is then losslessly rewritten with restart markers (same DCT
+coefficients, so the same pixels, every APPn/COM marker kept), which lets the
+compiled crop decoder decode only the part of the file a crop covers; JPEGs it
+does not rewrite (progressive, damaged, ...) are stored as before.
+
 Validity of a pass-through JPEG is decided by its structure
 (:mod:`.jpeg_check`: markers, frame header, EXIF, EOI at the end; no pixel is
 decoded), which is ~10x faster than decoding. Files that check cannot vouch for,
@@ -66,12 +72,15 @@ class EncodeOptions:
             catching damage inside the entropy-coded data that a structural
             check cannot see; ~10x slower. Stored bytes are the same either way
             for every file that decodes.
+        restart_markers: rewrite every stored baseline JPEG with restart
+            markers (``--restart-markers``; needs the compiled crop decoder).
     """
 
     resize: int | None = None
     quality: int = DEFAULT_QUALITY
     reencode: bool = False
     verify_decode: bool = False
+    restart_markers: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +103,22 @@ def prepare(data: bytes, path: str, options: EncodeOptions = EncodeOptions()) ->
     """
     if not data:
         raise SkippedFile(path, "empty file (0 bytes)")
+    prepared = _prepare(data, path, options)
+    return with_restart_markers(prepared) if options.restart_markers else prepared
+
+
+def with_restart_markers(prepared: Prepared) -> Prepared:
+    """``prepared`` rewritten with restart markers, or as it is when the
+    transcode declines it (not a baseline JPEG, or data libjpeg warns about)."""
+    from fastdata.decode.native import add_restarts
+
+    marked = add_restarts(prepared.data)
+    if marked is None:
+        return prepared
+    return Prepared(marked, prepared.height, prepared.width, (*prepared.reasons, "restart-markers"))
+
+
+def _prepare(data: bytes, path: str, options: EncodeOptions) -> Prepared:
     kept = stored_as_is(data, options)
     if kept is not None:
         return kept

@@ -96,7 +96,8 @@ def write_shards(
         return
     spec = registry.get(plan.options.format)
     o = plan.options
-    encode = EncodeOptions(resize=o.resize, quality=o.quality, reencode=o.reencode, verify_decode=run.verify_decode)
+    encode = EncodeOptions(resize=o.resize, quality=o.quality, reencode=o.reencode, verify_decode=run.verify_decode,
+                           restart_markers=o.restart_markers)
     chunks = [[s.items[i : i + BATCH] for i in range(0, len(s.items), BATCH)] for s in shards]
     tasks = ([item.path for item in chunk] for shard_chunks in chunks for chunk in shard_chunks)
     workers = max(1, min(run.workers, sum(len(c) for c in chunks)))

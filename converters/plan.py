@@ -40,7 +40,7 @@ class PlanOptions:
         val_fraction: share of each class written to the ``val`` split (0 = no split).
         shard_bytes: start a new shard once this many source bytes are planned into it.
         shards: exact number of shards per split (overrides ``shard_bytes``).
-        resize, quality, reencode: how images are encoded (see ``normalize.EncodeOptions``).
+        resize, quality, reencode, restart_markers: how images are encoded (see ``normalize.EncodeOptions``).
     """
 
     format: str
@@ -52,6 +52,7 @@ class PlanOptions:
     resize: int | None = None
     quality: int = 90
     reencode: bool = False
+    restart_markers: bool = False
 
 
 @dataclasses.dataclass

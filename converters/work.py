@@ -58,7 +58,7 @@ def batch_in_parent(paths: list[str]) -> list[Outcome] | None:
     pickling its bytes back from a worker); None sends the batch to a worker.
     """
     encode, delay = _WORKER["encode"], _WORKER["delay"]
-    if delay or encode.reencode or encode.verify_decode:
+    if delay or encode.reencode or encode.verify_decode or encode.restart_markers:
         return None
     out: list[Outcome] = []
     for path in paths:
