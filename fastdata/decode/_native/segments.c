@@ -17,6 +17,7 @@ int fd_allow_segments = 1;
 struct layout {
     unsigned width, height, restart;
     int comps, hmax, vmax;
+    int hmin, vmin;               /* smallest sampling factors: below the max, chroma is upsampled */
     size_t sof;                   /* offset of the SOF segment's marker */
     size_t kept[MAX_KEPT][2];     /* header segments copied: offset, length */
     int nkept;
@@ -53,6 +54,8 @@ static int read_header(const uint8_t *d, size_t size, struct layout *L) {
                 if (L->comps == 1 && (h != 1 || v != 1)) return 0;
                 if (h > L->hmax) L->hmax = h;
                 if (v > L->vmax) L->vmax = v;
+                if (!L->hmin || h < L->hmin) L->hmin = h;
+                if (!L->vmin || v < L->vmin) L->vmin = v;
             }
             L->sof = p;
         } else if ((m >= 0xC2 && m <= 0xCF && m != 0xC4 && m != 0xC8) || m == 0xDC) {
@@ -109,12 +112,13 @@ static int find_segments(const uint8_t *d, size_t size, const struct layout *L, 
     }
 }
 
-/* MCU range [*lo, *hi] covering decoded pixels [first, first + count), one
- * MCU wider each side where the image has one. */
-static void mcu_span(int first, int count, int mcu, unsigned total, unsigned *lo, unsigned *hi) {
+/* MCU range [*lo, *hi] covering decoded pixels [first, first + count), with
+ * margin MCUs more each side where the image has them: fancy upsampling reads
+ * the neighbouring chroma, and treats a cut edge as the image's. */
+static void mcu_span(int first, int count, int mcu, unsigned total, unsigned margin, unsigned *lo, unsigned *hi) {
     unsigned a = (unsigned)first / (unsigned)mcu, b = (unsigned)(first + count - 1) / (unsigned)mcu;
-    *lo = a > 0 ? a - 1 : 0;
-    *hi = b + 1 < total ? b + 1 : total - 1;
+    *lo = a > margin ? a - margin : 0;
+    *hi = b + margin < total ? b + margin : total - 1;
 }
 
 int fd_restart_view(const uint8_t *d, size_t size, int denom, const int region[4], uint64_t max_pixels,
@@ -134,12 +138,13 @@ int fd_restart_view(const uint8_t *d, size_t size, int denom, const int region[4
     if (!k && !per_row) return 0;
     size_t n = ((size_t)cols * rows + R - 1) / R;
     unsigned r_lo, r_hi, c_lo = 0, c_hi = cols - 1;
-    mcu_span(region[0], region[2], (int)mh / denom, rows, &r_lo, &r_hi);
+    /* Without subsampling nothing is upsampled: no margin (4:4:4 and grey). */
+    mcu_span(region[0], region[2], (int)mh / denom, rows, L.vmin < L.vmax, &r_lo, &r_hi);
     if (k) {
         r_lo = r_lo / k * k; /* whole segments */
         r_hi = (r_hi / k + 1) * k - 1 < rows - 1 ? (r_hi / k + 1) * k - 1 : rows - 1;
     } else {
-        mcu_span(region[1], region[3], (int)mw / denom, cols, &c_lo, &c_hi);
+        mcu_span(region[1], region[3], (int)mw / denom, cols, L.hmin < L.hmax, &c_lo, &c_hi);
         c_lo = c_lo / R * R;
         c_hi = c_hi / R * R + R - 1;
     }

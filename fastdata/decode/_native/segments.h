@@ -5,7 +5,8 @@
  * has restart markers at whole MCU rows, or at a divisor of the MCUs per row,
  * each restart segment decodes on its own (the DC predictors reset), so a
  * JPEG made of the segments covering the crop (plus one MCU of margin each
- * side for the chroma upsampling) decodes to the same pixels there. */
+ * side where chroma is subsampled: fancy upsampling reads the neighbouring
+ * chroma) decodes to the same pixels there. */
 #ifndef FD_SEGMENTS_H
 #define FD_SEGMENTS_H
 
