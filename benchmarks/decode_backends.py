@@ -8,6 +8,9 @@ this process's CPU time, which other processes on a shared machine disturb
 less than the wall clock. ``--agreement`` also prints how close the compiled
 path's pixels are to the pure-Python path's (same seed, same boxes) and both
 to Pillow on the full-size decode (torchvision's antialiased filter).
+With the compiled path, two rows decode restart-marked copies of the same
+photos (``fastdata.decode.native.add_restarts``): compare them with the
+compiled rows on the originals.
 """
 
 from __future__ import annotations
@@ -31,7 +34,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT = os.path.join(HERE, "..", "..", "shared", "data", "photos", "hymenoptera", "train")
 
 
-def variants(data: list[bytes], enc: list[EncodedImage]) -> list[Variant]:
+def restart_marked(data: list[bytes], files: list[str]) -> list[EncodedImage]:
+    """The same photos losslessly rewritten with restart markers (what
+    ``fastdata convert --restart-markers`` writes); the compiled path then
+    decodes only the restart segments a crop covers."""
+    from fastdata.decode.native import add_restarts
+
+    marked = [add_restarts(d) or d for d in data]
+    print(f"restart-marked copies: {sum(m is not d for m, d in zip(marked, data))}/{len(data)} rewritten, "
+          f"{sum(map(len, marked)) / sum(map(len, data)):.3f}x the bytes", file=sys.stderr)
+    return [EncodedImage(m, f) for m, f in zip(marked, files)]
+
+
+def variants(data: list[bytes], enc: list[EncodedImage], marked: list[EncodedImage] | None = None) -> list[Variant]:
     def pil_rgb(d):
         return Image.open(io.BytesIO(d)).convert("RGB")
 
@@ -52,12 +67,12 @@ def variants(data: list[bytes], enc: list[EncodedImage]) -> list[Variant]:
             np.asarray(img.crop((left, top, left + 224, top + 224)))
         return len(data)
 
-    def each(fn):
+    def each(fn, images=enc):
         def run():
             with rng.use(np.random.default_rng(0)):
-                for x in enc:
+                for x in images:
                     fn(x)
-            return len(enc)
+            return len(images)
         return run
 
     base = "Pillow open + convert RGB"
@@ -78,10 +93,17 @@ def variants(data: list[bytes], enc: list[EncodedImage]) -> list[Variant]:
         out.append(Variant(f"fastdata RRC(224), {label}", "train", each(RandomResizedCrop(224, backend=b)), baseline=train_base))
         out.append(Variant(f"fastdata RRC(224)+flip, {label}", "train",
                            each(Compose([RandomResizedCrop(224, backend=b), RandomHorizontalFlip()])), baseline=train_base))
+    if marked:
+        out.append(Variant("fastdata RRC(224)+flip, compiled, restart-marked JPEGs", "train",
+                           each(Compose([RandomResizedCrop(224, backend="native"), RandomHorizontalFlip()]), marked),
+                           baseline=train_base))
     out.append(Variant(eval_base, "eval", pil_eval))
     for label, b in paths:
         out.append(Variant(f"fastdata Resize(256)+CenterCrop(224), {label}", "eval",
                            each(ResizedCenterCrop(256, 224, backend=b)), baseline=eval_base))
+    if marked:
+        out.append(Variant("fastdata Resize(256)+CenterCrop(224), compiled, restart-marked JPEGs", "eval",
+                           each(ResizedCenterCrop(256, 224, backend="native"), marked), baseline=eval_base))
     return out
 
 
@@ -148,7 +170,7 @@ def main() -> None:
     data = [open(f, "rb").read() for f in files]
     enc = [EncodedImage(d, f) for d, f in zip(data, files)]
     print(f"crop decode: {native_status()}", file=sys.stderr)
-    vs = variants(data, enc)
+    vs = variants(data, enc, restart_marked(data, files) if native_available() else None)
     if args.clock == "cpu":
         results = run_cpu_clock(vs, args.rounds)
     else:
