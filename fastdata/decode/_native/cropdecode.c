@@ -32,6 +32,7 @@ struct fd_ctx {
     struct fd_jerr jerr;
     uint8_t *pixels;
     JSAMPROW *rows;
+    int cut_below; /* decoding restart segments whose last is not the file's */
 };
 
 static void fd_error_exit(j_common_ptr cinfo) {
@@ -129,7 +130,9 @@ static int decode_region(struct fd_ctx *c, const fd_request *rq, const uint8_t *
          * (into one reused row) so that libjpeg reports it. */
         while (cinfo->output_scanline < cinfo->output_height) jpeg_read_scanlines(cinfo, c->rows, 1);
     }
-    if (cinfo->output_scanline < cinfo->output_height) jpeg_abort_decompress(cinfo);
+    /* Reading on to the EOI would check the bytes after the last row: the
+     * whole-file path does that only at the image's end. */
+    if (cinfo->output_scanline < cinfo->output_height || c->cut_below) jpeg_abort_decompress(cinfo);
     else jpeg_finish_decompress(cinfo);
     return (int)(c0 - (int)xoff);
 }
@@ -200,6 +203,7 @@ int fd_decode_resized(const uint8_t *data, size_t size, const fd_request *rq,
     if (fd_restart_view(data, size, rq->denom, rq->region, rq->max_pixels, &view)) {
         shifted.region[0] -= view.row_shift;
         shifted.region[1] -= view.col_shift;
+        c->cut_below = view.cut_below;
         decode_file(c, view.data, view.size, &shifted, out, out_stride, res);
         free(view.data);
     } else {

@@ -201,5 +201,6 @@ int fd_restart_view(const uint8_t *d, size_t size, int denom, const int region[4
     view->size = o;
     view->row_shift = (int)(r_lo * mh / (unsigned)denom);
     view->col_shift = (int)(c_lo * mw / (unsigned)denom);
+    view->cut_below = r_hi < rows - 1;
     return 1;
 }

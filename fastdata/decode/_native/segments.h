@@ -18,6 +18,8 @@ typedef struct {
     size_t size;
     int row_shift;       /* decoded (1/denom) pixels cut above the region ... */
     int col_shift;       /* ... and left of it: subtract from the region */
+    int cut_below;       /* rows below were cut: its end is not the file's, so stop
+                            where the whole-file path stops (no read to the EOI) */
 } fd_view;
 
 /* 0: never cut (the whole-file path decodes everything); for tests that
