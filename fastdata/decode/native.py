@@ -16,6 +16,12 @@ or ``FASTDATA_NATIVE=0`` in the environment selects the pure-Python path.
 Input the extension does not take (not JPEG, CMYK/YCCK, files libjpeg warns
 about but Pillow accepts) goes to the pure-Python path automatically.
 
+libjpeg must Huffman-decode every MCU above a crop's last row, full width.
+A baseline JPEG with restart markers every MCU row or every few MCUs
+(:func:`add_restarts`, ``fastdata convert --restart-markers``) lets the
+extension hand libjpeg only the restart segments that cover the crop, for the
+same pixels.
+
 Measured on hymenoptera/train (one core, bytes in memory): see
 ``benchmarks/RESULTS.md``.
 """
@@ -128,8 +134,9 @@ def add_restarts(data: bytes, *, chunks: int = RESTART_CHUNKS, optimize: bool = 
     when the row splits poorly), and, with ``optimize``, Huffman tables fitted
     to the image (about the original's size; the standard tables add ~5%).
     The compiled crop decoder then decodes only the segments covering a crop:
-    on hymenoptera/train, RandomResizedCrop(224) ~1.28x, Resize(256)+CenterCrop(224)
-    ~1.12x (one core), for files ~3% larger.
+    on hymenoptera/train (one core, ``benchmarks/decode_backends.py``),
+    RandomResizedCrop(224)+flip 1.33x, Resize(256)+CenterCrop(224) 1.15x the
+    compiled path on the original files, for files 3% larger.
 
     Returns ``None`` for what it does not rewrite: progressive, arithmetic,
     12-bit, CMYK/YCCK, subsampled grayscale, or damaged data (which the

@@ -157,6 +157,32 @@ def test_segment_decode_matches_on_every_orientation(shared_data):
             np.testing.assert_array_equal(got, want, err_msg=f"{path.name} box {box}")
 
 
+def test_segment_decode_matches_whole_file_on_hymenoptera(shared_data):
+    """The same restart-marked file, the segment path against the whole-file
+    path (real photos: 4:4:4, 4:2:0, 4:4:0, widths with awkward divisors)."""
+    cd = native._cropdecode
+    rng = np.random.default_rng(11)
+    photos = sorted((shared_data / "photos" / "hymenoptera" / "train").rglob("*.jpg"))
+    assert len(photos) > 200
+    for path in photos:
+        marked = native.add_restarts(path.read_bytes())
+        if marked is None:
+            continue
+        info = read_info(marked)
+        h, w = info.stored_size
+        for i in range(3):
+            bh, bw = rng.uniform(0.2, 1) * h, rng.uniform(0.2, 1) * w
+            box = (rng.uniform(0, h - bh), rng.uniform(0, w - bw), bh, bw)
+            kw = {"min_size": (112, 112) if i else None, "flip": bool(i % 2)}
+            got = native.decode_resized(marked, info, box, (56, 56), **kw)
+            previous = cd._set_segments(False)
+            try:
+                want = native.decode_resized(marked, info, box, (56, 56), **kw)
+            finally:
+                cd._set_segments(previous)
+            np.testing.assert_array_equal(got, want, err_msg=f"{path.name} box {box} {kw}")
+
+
 def cut(data: bytes, seg: tuple[int, int]) -> bytes:
     """The data with the second half of one segment's bytes removed."""
     start, end = seg
