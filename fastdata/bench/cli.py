@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..decode.native import native_available
 from ..errors import ConfigError
 from ..formats import MANIFEST_NAME, Manifest
 from . import report, suite
@@ -35,6 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resized", type=int, default=256, metavar="S",
                    help="also time RecordIO shards converted with --resize S (FFCV's lever: store smaller "
                         "images); 0 leaves them out (default: %(default)s)")
+    p.add_argument("--restart-markers", action=argparse.BooleanOptionalAction, default=True,
+                   help="also time RecordIO shards converted with --restart-markers (the same pixels; the compiled "
+                        "crop decoder then decodes only the restart segments a crop needs); needs the compiled "
+                        "decoder, else left out (default: on)")
     p.add_argument("--images", type=int, default=240, help="size of the generated default set")
     p.add_argument("--quick", action="store_true", help="smoke run: tiny set, one round, no warm-up (seconds, not figures)")
     p.add_argument("--quiet", action="store_true")
@@ -109,6 +114,12 @@ def _source(args, convert, say) -> tuple[str | None, dict[str, str]]:
             say(f"bench: converting {src} to recordio with --resize {args.resized} (cached in {out})")
             convert(str(src), str(out), "recordio", args.workers, resize=args.resized)
         shards[f"recordio --resize {args.resized}"] = str(out)
+    if args.restart_markers and native_available():
+        out = cache_dir() / "shards" / key / "recordio-restart-markers"
+        if not (out / MANIFEST_NAME).exists():
+            say(f"bench: converting {src} to recordio with --restart-markers (cached in {out})")
+            convert(str(src), str(out), "recordio", args.workers, restart_markers=True)
+        shards["recordio --restart-markers"] = str(out)
     return str(src), shards
 
 

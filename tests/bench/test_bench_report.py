@@ -64,7 +64,7 @@ def test_expected_dali_warnings_are_counted_not_printed(caplog):
 def test_a_bench_run_prints_no_dali_warning_lines(tmp_path):
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
     cmd = [sys.executable, "-m", "fastdata.converters.cli", "bench", "--quick", "--groups", "train", "--formats", "recordio",
-           "--resized", "0", "--workers", "1", "--out", str(tmp_path / "out")]
+           "--resized", "0", "--no-restart-markers", "--workers", "1", "--out", str(tmp_path / "out")]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "WARNING:root:DALI" not in proc.stderr, proc.stderr[-3000:]

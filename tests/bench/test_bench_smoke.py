@@ -32,6 +32,8 @@ def test_quick_bench_from_the_command_line(tmp_path):
     kind = "threads" if crop_decoder() == "compiled" else "processes"
     assert rows[("train", "fastdata recordio, decode-aware")]["note"] == f"worker {kind}"
     assert (("train", "fastdata recordio, decode-aware, worker processes") in rows) == (kind == "threads")
+    # restart-marked shards (the same pixels) are timed where the compiled decoder can use them
+    assert (("train", "fastdata recordio --restart-markers, decode-aware") in rows) == (kind == "threads")
     assert "targets (ratios from this run)" in proc.stdout
     assert (out / "results.txt").read_text().startswith("group")
 
