@@ -87,20 +87,22 @@ static PyObject *add_restarts(PyObject *self, PyObject *args) {
 
 extern int fd_allow_avx2;
 
-static PyObject *set_avx2(PyObject *self, PyObject *arg) {
-    int previous = fd_allow_avx2, allow = PyObject_IsTrue(arg);
-    (void)self;
+/* The tests' switches: set *flag from arg's truth, return the previous value. */
+static PyObject *set_flag(int *flag, PyObject *arg) {
+    int previous = *flag, allow = PyObject_IsTrue(arg);
     if (allow < 0) return NULL;
-    fd_allow_avx2 = allow;
+    *flag = allow;
     return PyBool_FromLong(previous);
 }
 
-static PyObject *set_segments(PyObject *self, PyObject *arg) {
-    int previous = fd_allow_segments, allow = PyObject_IsTrue(arg);
+static PyObject *set_avx2(PyObject *self, PyObject *arg) {
     (void)self;
-    if (allow < 0) return NULL;
-    fd_allow_segments = allow;
-    return PyBool_FromLong(previous);
+    return set_flag(&fd_allow_avx2, arg);
+}
+
+static PyObject *set_segments(PyObject *self, PyObject *arg) {
+    (void)self;
+    return set_flag(&fd_allow_segments, arg);
 }
 
 static PyMethodDef methods[] = {

@@ -158,12 +158,10 @@ int fd_restart_view(const uint8_t *d, size_t size, int denom, const int region[4
     /* Segment indices to copy, in order: whole rows, or chunks c_lo/R..c_hi/R of each row. */
     size_t s_first = k ? r_lo / k : 0, s_last = k ? r_hi / k : 0;
     unsigned q_lo = per_row ? c_lo / R : 0, q_hi = per_row ? c_hi / R : 0;
-    size_t total = 4, used = 0;
-    for (int i = 0; i < L.nkept; i++) total += L.kept[i][1];
-    for (unsigned r = r_lo; r <= r_hi; r = k ? r_hi + 1 : r + 1)
-        for (size_t s = k ? s_first : (size_t)r * per_row + q_lo; s <= (k ? s_last : (size_t)r * per_row + q_hi); s++)
-            total += ends[s] - (s ? ends[s - 1] + 2 : L.scan) + 2;
-    uint8_t *out = malloc(total);
+    size_t used = 0;
+    /* Never larger than the file: kept header segments, some of its segments and
+     * fewer restart markers than it has, SOI and EOI. */
+    uint8_t *out = malloc(size);
     if (!out) {
         free(ends);
         return 0;
