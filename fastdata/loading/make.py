@@ -126,20 +126,20 @@ def make_loader(
     seeder = WorkerSeeder(seed, rank=place.rank)
     generator = torch.Generator()
     generator.manual_seed(seeds.global_seeds(seed)[2])  # torch's base seeds; the global RNG stays untouched
+    drop = train if drop_last is None else bool(drop_last)
     if settings.threads:
         dataloader: DataLoader | ThreadedBatches = ThreadedBatches(
-            data, batch_size=batch_size, sampler=sampler, collate_fn=collate_fn,
-            drop_last=train if drop_last is None else bool(drop_last), threads=count,
+            data, batch_size=batch_size, sampler=sampler, collate_fn=collate_fn, drop_last=drop, threads=count,
             prefetch_factor=settings.prefetch_factor or 2, persistent=settings.persistent, pin=pinned,
         )
     else:
-            dataloader = DataLoader(
+        dataloader = DataLoader(
             data,
             batch_size=batch_size,
             sampler=sampler,
             collate_fn=collate_fn,
             pin_memory=pinned,
-            drop_last=train if drop_last is None else bool(drop_last),
+            drop_last=drop,
             worker_init_fn=seeder if count > 0 else None,
             generator=generator,
             **settings.dataloader_options(),
