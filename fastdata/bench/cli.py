@@ -102,24 +102,22 @@ def _source(args, convert, say) -> tuple[str | None, dict[str, str]]:
         return str(src), {}
     key = _fingerprint(src)
     shards = {}
+
+    def converted(name: str, folder: str, fmt: str, how: str = "", **options) -> None:
+        out = cache_dir() / "shards" / key / folder
+        if not (out / MANIFEST_NAME).exists():
+            say(f"bench: converting {src} to {fmt}{how} (cached in {out})")
+            convert(str(src), str(out), fmt, args.workers, **options)
+        shards[name] = str(out)
+
     for fmt in formats:
-        out = cache_dir() / "shards" / key / fmt
-        if not (out / MANIFEST_NAME).exists():
-            say(f"bench: converting {src} to {fmt} (cached in {out})")
-            convert(str(src), str(out), fmt, args.workers)
-        shards[fmt] = str(out)
+        converted(fmt, fmt, fmt)
     if args.resized:
-        out = cache_dir() / "shards" / key / f"recordio-resize{args.resized}"
-        if not (out / MANIFEST_NAME).exists():
-            say(f"bench: converting {src} to recordio with --resize {args.resized} (cached in {out})")
-            convert(str(src), str(out), "recordio", args.workers, resize=args.resized)
-        shards[f"recordio --resize {args.resized}"] = str(out)
+        converted(f"recordio --resize {args.resized}", f"recordio-resize{args.resized}", "recordio",
+                  f" with --resize {args.resized}", resize=args.resized)
     if args.restart_markers and native_available():
-        out = cache_dir() / "shards" / key / "recordio-restart-markers"
-        if not (out / MANIFEST_NAME).exists():
-            say(f"bench: converting {src} to recordio with --restart-markers (cached in {out})")
-            convert(str(src), str(out), "recordio", args.workers, restart_markers=True)
-        shards["recordio --restart-markers"] = str(out)
+        converted("recordio --restart-markers", "recordio-restart-markers", "recordio", " with --restart-markers",
+                  restart_markers=True)
     return str(src), shards
 
 
