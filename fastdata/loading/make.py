@@ -64,6 +64,7 @@ def make_loader(
     seeding: Seeding = "sample",
     drop_last: bool | None = None,
     distributed: Distributed | None = None,
+    decode: Any = "cpu",
 ) -> Loader:
     """A resumable, seeded, rank-sharded loader of ``(images, targets)`` batches.
 
@@ -97,6 +98,10 @@ def make_loader(
             is read exactly once): gather results after the loop, not per batch.
         distributed: the older spelling of the place: ``"auto"``, True,
             False or ``(rank, world_size)``; see :func:`fastdata.order.ranks.from_distributed`.
+        decode: ``"cpu"`` (workers decode and augment), ``"cuda"`` (workers
+            read bytes and draw the crops; the GPU decodes, crops and
+            normalises each batch: :mod:`fastdata.gpu`), ``"auto"`` (cuda
+            when it can) or :class:`fastdata.gpu.GPUDecode` settings.
 
     Raises:
         ConfigError: bad arguments, a distributed set-up that would repeat
@@ -113,13 +118,20 @@ def make_loader(
     count, pinned = settings.count(), settings.pinned(prefetch)
     if settings.threads:
         _check_threads(dataset, seeding)
+    route = None
+    if decode != "cpu":
+        from ..gpu.route import gpu_route  # imported here: fastdata.gpu builds on this package
+
+        route = gpu_route(decode, dataset, prefetch=prefetch, collate_fn=collate_fn, seeding=seeding, rank=place.rank)
     if is_stream(dataset):
         order = StreamFeed(dataset, seed=seed, place=place, train=train, batch_size=batch_size, seeding=seeding)
         data, sampler = order, None
     else:
         order = sampler = ShardedSampler(len(dataset), seed=seed, rank=place.rank, world_size=place.world_size,
                                          train=train, keys=True)
-        data = KeyedDataset(dataset, seeding=seeding, rank=place.rank)
+        data = KeyedDataset(dataset, seeding=seeding, rank=place.rank) if route is None else route.data
+    if route is not None:
+        collate_fn = route.collate
     if collate_fn is None:
         layout = prefetch.memory_format if prefetch is not None else torch.contiguous_format
         collate_fn = FastCollate(memory_format=layout, pin_memory=pinned and (count == 0 or settings.threads))
@@ -150,4 +162,6 @@ def make_loader(
             f"batch of {batch_size}: pass drop_last=False or a smaller batch_size"
         )
     prefetcher = prefetch.wrap(dataloader) if prefetch is not None else None
+    if route is not None:
+        prefetcher = route.stage(dataloader, prefetch)  # type: ignore[assignment]
     return Loader(dataloader, order, seeder, prefetcher, dataset=dataset, seeding=seeding)

@@ -1,0 +1,153 @@
+"""A batch as the workers hand it to the GPU: one byte buffer with offsets,
+the planned geometry as small tensors, and the pixels of samples the CPU
+finished. Built by :class:`EncodedCollate` in the worker; no per-sample
+tensor crosses the process boundary."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import get_worker_info
+
+from ..errors import ConfigError
+from ..loading.collate import collate_targets
+from ..loading.keyed import KeyedDataset
+from ..order.generators import SampleKey
+from .plan import Planned
+from .resample import window
+
+__all__ = ["EncodedBatch", "EncodedCollate", "PlannedDataset"]
+
+
+@dataclass
+class EncodedBatch:
+    """Everything the main process needs to finish a batch of ``N`` samples.
+
+    ``M`` samples go to the GPU decoder (``gpu``), ``N - M`` arrive finished
+    (``ready``). Tensors are CPU tensors (pinned after :meth:`pin_memory`).
+
+    Attributes:
+        data: uint8, the encoded bytes of the ``M`` samples back to back.
+        offsets: int64 ``(M + 1,)``: sample ``j``'s bytes are ``data[offsets[j]:offsets[j + 1]]``.
+        gpu: int64 ``(M,)``: their positions in the batch.
+        sizes: int64 ``(M, 2)``: height and width from the header.
+        boxes: float64 ``(M, 4)``: source boxes ``(top, left, height, width)``.
+        windows: int64 ``(M, 4)``: the source pixels the resampling reads, ``(top, left, rows, cols)``.
+        flips: bool ``(N,)``; drawn: float64 ``(N, 4)``, the boxes as drawn.
+        ready: uint8 ``(N - M, H, W, 3)`` finished pixels; ``ready_at``: int64, their positions.
+        targets: the collated targets; keys: int64 ``(N, 3)`` sample keys (or -1).
+        names: the records, for messages.
+    """
+
+    data: torch.Tensor
+    offsets: torch.Tensor
+    gpu: torch.Tensor
+    sizes: torch.Tensor
+    boxes: torch.Tensor
+    windows: torch.Tensor
+    flips: torch.Tensor
+    drawn: torch.Tensor
+    ready: torch.Tensor
+    ready_at: torch.Tensor
+    targets: Any
+    keys: torch.Tensor
+    names: list[str]
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @property
+    def out_size(self) -> tuple[int, int]:
+        return int(self.ready.shape[1]), int(self.ready.shape[2])
+
+    def pin_memory(self) -> EncodedBatch:
+        """The same batch in pinned memory (torch's DataLoader and the threads call this)."""
+        pinned = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name, value in pinned.items():
+            if isinstance(value, torch.Tensor):
+                pinned[name] = value.pin_memory()
+        return replace(self, **pinned)
+
+
+class PlannedDataset(KeyedDataset):
+    """:class:`KeyedDataset` that also returns each sample's key, which the
+    main process needs to run the CPU path for a sample the GPU rejects."""
+
+    def __getitem__(self, key: Any) -> Any:
+        image, target = super().__getitem__(key)
+        return image, target, key
+
+
+def _key_row(key: Any) -> tuple[int, int, int]:
+    if isinstance(key, SampleKey):
+        return int(key.index), int(key.seed), int(key.epoch)
+    return (int(key), -1, -1)
+
+
+def _bytes_buffer(total: int) -> torch.Tensor:
+    if get_worker_info() is not None:  # a worker process: straight into shared memory, as FastCollate does
+        return torch.empty(0, dtype=torch.uint8).set_(torch.UntypedStorage._new_shared(total), 0, (total,), (1,))
+    return torch.empty(total, dtype=torch.uint8)
+
+
+class EncodedCollate:
+    """``collate_fn`` of ``decode="cuda"``: ``[(Planned, target, key), ...]`` -> :class:`EncodedBatch`.
+
+    Args:
+        size: the output ``(height, width)`` every sample has.
+
+    Raises:
+        ConfigError: items that are not planned samples (the dataset's
+            transform was replaced after ``make_loader``?).
+    """
+
+    def __init__(self, size: tuple[int, int]) -> None:
+        self.size = (int(size[0]), int(size[1]))
+
+    def __repr__(self) -> str:
+        return f"EncodedCollate(size={self.size})"
+
+    def __call__(self, batch: Sequence[Any]) -> EncodedBatch:
+        if len(batch) == 0:
+            raise ConfigError("decode='cuda' got an empty batch")
+        plans: list[Planned] = []
+        for position, item in enumerate(batch):
+            if not (isinstance(item, tuple) and len(item) == 3 and isinstance(item[0], Planned)):
+                raise ConfigError(
+                    f"decode='cuda': sample {position} is not a planned sample ({type(item).__name__}); "
+                    "the dataset's transform must stay as make_loader found it"
+                )
+            plans.append(item[0])
+        gpu = [i for i, p in enumerate(plans) if p.pixels is None]
+        lengths = np.array([len(plans[i].data) for i in gpu], dtype=np.int64)  # type: ignore[arg-type]
+        offsets = np.zeros(len(gpu) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        data = _bytes_buffer(int(offsets[-1]))
+        view = data.numpy()
+        for j, i in enumerate(gpu):
+            view[offsets[j] : offsets[j + 1]] = np.frombuffer(plans[i].data, dtype=np.uint8)  # type: ignore[arg-type]
+        sizes = np.array([plans[i].size for i in gpu], dtype=np.int64).reshape(-1, 2)
+        boxes = np.array([plans[i].box for i in gpu], dtype=np.float64).reshape(-1, 4)
+        ready_at = [i for i, p in enumerate(plans) if p.pixels is not None]
+        ready = np.empty((len(ready_at), *self.size, 3), dtype=np.uint8)
+        for j, i in enumerate(ready_at):
+            ready[j] = plans[i].pixels
+        return EncodedBatch(
+            data=data,
+            offsets=torch.from_numpy(offsets),
+            gpu=torch.tensor(gpu, dtype=torch.int64),
+            sizes=torch.from_numpy(sizes),
+            boxes=torch.from_numpy(boxes),
+            windows=torch.from_numpy(window(boxes, sizes, self.size)),
+            flips=torch.tensor([p.flip for p in plans], dtype=torch.bool),
+            drawn=torch.tensor([p.drawn for p in plans], dtype=torch.float64),
+            ready=torch.from_numpy(ready),
+            ready_at=torch.tensor(ready_at, dtype=torch.int64),
+            targets=collate_targets([item[1] for item in batch]),
+            keys=torch.tensor([_key_row(item[2]) for item in batch], dtype=torch.int64),
+            names=[p.name for p in plans],
+        )

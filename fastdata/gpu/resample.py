@@ -1,0 +1,141 @@
+"""Crop + antialiased resize + flip of a whole batch of differently sized
+images with a few batched tensor ops (no per-image loop).
+
+The decoded images lie back to back in one flat uint8 buffer. For each
+sample the source rows its crop needs are gathered as fixed-length segments
+of that buffer (one indexing op over an ``unfold`` view, so no padded canvas
+of whole images is ever built), and then resampled with two batched matrix
+products: ``Wy @ rows @ Wx^T``. Row ``i`` of ``Wx`` holds Pillow's BILINEAR
+weights (a triangle widened by the shrink factor, which is what makes it
+antialiased, renormalised at the image edge) for output column ``i``, so
+this is the separable filter Pillow, torchvision's ``antialias=True`` and
+fastdata's CPU transforms use; a flip is ``Wx`` with its rows reversed.
+Segment columns past an image's edge (the next row's pixels) get weight 0.
+
+Candidates measured on the CPU (``benchmarks/gpu_resize_candidates.py``):
+``affine_grid`` + ``grid_sample`` (bilinear, no antialiasing) is cheaper
+but aliases when it shrinks; these matrices give the CPU path's filter.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+__all__ = ["chunks", "crop_resize", "gather_rows", "pack", "weights", "window"]
+
+LAYOUTS = ("chw", "hwc")
+
+
+def window(boxes: np.ndarray, sizes: np.ndarray, out_size: tuple[int, int]) -> np.ndarray:
+    """``(top, left, rows, cols)`` of the source pixels each box's filter reads.
+
+    Args:
+        boxes: float ``(M, 4)`` ``(top, left, height, width)``; sizes: int ``(M, 2)`` ``(H, W)``.
+        out_size: ``(height, width)`` of the output.
+    """
+    out = np.zeros((len(boxes), 4), dtype=np.int64)
+    for axis, (start, length, limit, n) in enumerate(
+        ((boxes[:, 0], boxes[:, 2], sizes[:, 0], out_size[0]), (boxes[:, 1], boxes[:, 3], sizes[:, 1], out_size[1]))
+    ):
+        support = np.maximum(length / n, 1.0)
+        first = np.clip(np.floor(start - support), 0, limit - 1).astype(np.int64)
+        stop = np.clip(np.ceil(start + length + support), first + 1, limit).astype(np.int64)
+        out[:, axis], out[:, axis + 2] = first, stop - first
+    return out
+
+
+def chunks(windows: np.ndarray, budget: int) -> list[np.ndarray]:
+    """Sample positions in groups whose padded windows (``count x 3 x rows x
+    cols``, rows and cols the group's largest) stay within ``budget`` elements;
+    one group when the whole batch fits. Sorted by area, so one huge photo
+    does not pad all the others to its size."""
+    area = windows[:, 2] * windows[:, 3] * 3
+    if len(windows) == 0 or len(windows) * int(windows[:, 2].max()) * int(windows[:, 3].max()) * 3 <= budget:
+        return [np.arange(len(windows))]
+    order = np.argsort(area, kind="stable")
+    groups, start, rows, cols = [], 0, 0, 0
+    for k, i in enumerate(order):
+        r, c = max(rows, int(windows[i, 2])), max(cols, int(windows[i, 3]))
+        if k > start and (k - start + 1) * r * c * 3 > budget:
+            groups.append(order[start:k])
+            start, r, c = k, int(windows[i, 2]), int(windows[i, 3])
+        rows, cols = r, c
+    groups.append(order[start:])
+    return groups
+
+
+def pack(images: list[torch.Tensor], pad: int) -> torch.Tensor:
+    """The images back to back in one flat buffer, plus ``pad`` zero bytes at
+    the end so every row segment that :func:`gather_rows` reads exists."""
+    parts = [t.reshape(-1) for t in images]
+    parts.append(torch.zeros(pad, dtype=torch.uint8, device=images[0].device))
+    return torch.cat(parts)
+
+
+def gather_rows(flat: torch.Tensor, offsets: torch.Tensor, sizes: torch.Tensor, windows: torch.Tensor,
+                rows: int, cols: int, layout: str) -> torch.Tensor:
+    """uint8 ``(M, 3, rows, cols)``: each sample's window rows (clamped to the
+    image) from ``cols`` columns at the window's left edge onwards.
+
+    Args:
+        flat: the packed images (:func:`pack`, ``pad >= 3 * cols``).
+        offsets: int64 ``(M,)`` where each image starts in ``flat``.
+        sizes, windows: int64 ``(M, 2)`` and ``(M, 4)`` on ``flat``'s device.
+        layout: ``"chw"`` (planar, torchvision's nvJPEG output) or ``"hwc"`` (interleaved).
+    """
+    dev, m = flat.device, len(offsets)
+    height, width = sizes[:, 0:1], sizes[:, 1:2]
+    y = torch.minimum(windows[:, 0:1] + torch.arange(rows, device=dev), height - 1)  # (M, rows)
+    if layout == "chw":
+        start = y * width + windows[:, 1:2]  # (M, rows), within one plane
+        planes = torch.arange(3, device=dev).view(1, 3, 1) * (height * width).view(m, 1, 1)
+        start = offsets.view(m, 1, 1) + planes + start.view(m, 1, rows)
+        segments = flat.unfold(0, cols, 1)
+        return segments[start.reshape(-1)].view(m, 3, rows, cols)
+    start = offsets.view(m, 1) + (y * width + windows[:, 1:2]) * 3
+    segments = flat.unfold(0, cols * 3, 1)
+    return segments[start.reshape(-1)].view(m, rows, cols, 3).permute(0, 3, 1, 2)
+
+
+def weights(start: torch.Tensor, length: torch.Tensor, limit: torch.Tensor, first: torch.Tensor, count: int,
+            out: int, flips: torch.Tensor | None = None) -> torch.Tensor:
+    """float32 ``(M, out, count)``: Pillow's BILINEAR weights of source pixels
+    ``first .. first + count - 1`` for ``out`` samples over ``[start, start + length)``.
+
+    Pixels at or past ``limit`` (the image's size) get 0; rows are
+    renormalised, as Pillow does at an edge; with ``flips`` the output order
+    is reversed for those samples.
+    """
+    dev = start.device
+    scale = (length / out).to(torch.float64)
+    support = scale.clamp(min=1.0)
+    centers = start.to(torch.float64)[:, None] + (torch.arange(out, device=dev, dtype=torch.float64) + 0.5) * scale[:, None]
+    pixels = first[:, None] + torch.arange(count, device=dev)  # (M, count)
+    x = (pixels[:, None, :].to(torch.float64) + 0.5 - centers[:, :, None]) / support[:, None, None]
+    w = (1.0 - x.abs()).clamp_(min=0.0).to(torch.float32)
+    w *= (pixels < limit[:, None]).unsqueeze(1)
+    w /= w.sum(dim=2, keepdim=True).clamp_(min=1e-12)
+    if flips is not None:
+        w = torch.where(flips.view(-1, 1, 1), w.flip(1), w)
+    return w
+
+
+def crop_resize(flat: torch.Tensor, offsets: torch.Tensor, sizes: torch.Tensor, boxes: torch.Tensor,
+                windows: torch.Tensor, flips: torch.Tensor, out_size: tuple[int, int], rows: int, cols: int,
+                layout: str) -> torch.Tensor:
+    """float32 ``(M, 3, H, W)``: each box resampled to ``out_size``, mirrored
+    where ``flips``, rounded to whole grey levels in 0..255 (the values a
+    uint8 CPU pipeline would hold). Every argument as in :func:`gather_rows`
+    and :func:`weights`, on one device; ``rows``/``cols`` at least the
+    largest window."""
+    oh, ow = out_size
+    src = gather_rows(flat, offsets, sizes, windows, rows, cols, layout).to(torch.float32)
+    wy = weights(boxes[:, 0], boxes[:, 2], sizes[:, 0], windows[:, 0], rows, oh)
+    wx = weights(boxes[:, 1], boxes[:, 3], sizes[:, 1], windows[:, 1], cols, ow, flips)
+    m = len(offsets)
+    tmp = torch.bmm(src.reshape(m, 3 * rows, cols), wx.transpose(1, 2))  # (M, 3*rows, ow)
+    tmp = tmp.view(m, 3, rows, ow).permute(0, 2, 1, 3).reshape(m, rows, 3 * ow)
+    out = torch.bmm(wy, tmp).view(m, oh, 3, ow).permute(0, 2, 1, 3)
+    return out.round_().clamp_(0.0, 255.0)
+
