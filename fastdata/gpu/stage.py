@@ -58,8 +58,8 @@ class GPUBatches:
         mean3 = (mean or (0.0,)) * (3 if len(mean or (0.0,)) == 1 else 1)
         std3 = (std or (1.0,)) * (3 if len(std or (1.0,)) == 1 else 1)
         # as CUDAPrefetcher: per-channel tensors, sub then mul, bit-identical on CPU and GPU
-        self._shift = torch.tensor([m * 255.0 for m in mean3], dtype=torch.float32).view(1, 3, 1, 1).to(self.device)
-        self._factor = torch.tensor([1.0 / (s * 255.0) for s in std3], dtype=torch.float32).view(1, 3, 1, 1).to(self.device)
+        self._shift = torch.tensor([m * 255.0 for m in mean3], dtype=torch.float32).view(1, 3, 1, 1)
+        self._factor = torch.tensor([1.0 / (s * 255.0) for s in std3], dtype=torch.float32).view(1, 3, 1, 1)
         self._stream: Any = None
         self._active: Iterator[Any] | None = None
         self.last: EncodedBatch | None = None  # the batch behind the last output (boxes, flips), for checks
@@ -195,6 +195,8 @@ class GPUBatches:
         if not self.normalise:
             return out.to(torch.uint8).contiguous(memory_format=self.memory_format)
         out = out.contiguous(memory_format=self.memory_format)
+        if self._shift.device != out.device:  # moved on first use: CUDA is first touched here, never at set-up
+            self._shift, self._factor = self._shift.to(out.device), self._factor.to(out.device)
         out.sub_(self._shift).mul_(self._factor)
         dtype = self.dtype or torch.float32
         return out if dtype == torch.float32 else out.to(dtype)
