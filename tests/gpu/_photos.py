@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
+import pytest
 from torch.utils.data import Subset
 
 from fastdata import transforms
@@ -27,10 +29,19 @@ def eval_transform(size: int = 64) -> transforms.Compose:
     return transforms.Compose([transforms.Resize(size + size // 7), transforms.CenterCrop(size)])
 
 
-def photos(shared_data: Path, transform, count: int = 24, **options) -> Subset:
-    folder = ImageFolder(shared_data / "photos" / "hymenoptera" / "train", transform=transform, **options)
+@pytest.fixture(scope="session")
+def hymenoptera(request: pytest.FixtureRequest) -> Path:
+    """The hymenoptera photos: ``$FASTDATA_PHOTOS`` (the GPU machine's copy) or ``../shared/data``'s."""
+    if os.environ.get("FASTDATA_PHOTOS"):
+        return Path(os.environ["FASTDATA_PHOTOS"])
+    return request.getfixturevalue("shared_data") / "photos" / "hymenoptera"
+
+
+def photos(root: Path, transform, count: int = 24, **options) -> Subset:
+    """``count`` photos of ``root``/train (the hymenoptera folder), both classes, real sizes."""
+    folder = ImageFolder(root / "train", transform=transform, **options)
     step = len(folder) // count
-    return Subset(folder, list(range(0, step * count, step)))  # both classes, real sizes
+    return Subset(folder, list(range(0, step * count, step)))
 
 
 def folder_with(tmp_path: Path, shared_data: Path, extra: dict[str, Path], count: int = 6) -> Path:

@@ -12,6 +12,7 @@ import torch
 from fastdata import Prefetch, Workers, make_loader
 from fastdata.gpu import GPUDecode
 
+from ._photos import hymenoptera  # noqa: F401 - the fixture
 from ._photos import TOLERANCE_MEAN, eval_transform, photos, train_transform
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
@@ -34,8 +35,8 @@ def backend(request):
 
 
 @pytest.mark.parametrize("transform", [train_transform, eval_transform], ids=["train", "eval"])
-def test_gpu_batches_match_the_cpu_path(shared_data, backend, transform):
-    dataset = photos(shared_data, transform(224), count=48)
+def test_gpu_batches_match_the_cpu_path(hymenoptera, backend, transform):
+    dataset = photos(hymenoptera, transform(224), count=48)
     train = transform is train_transform
     loader = make_loader(dataset, 16, seed=2, workers=Workers(2, kind="threads"), train=train,
                          decode=GPUDecode(backend=backend))
@@ -50,10 +51,10 @@ def test_gpu_batches_match_the_cpu_path(shared_data, backend, transform):
     assert d.mean() <= TOLERANCE_MEAN and (d <= 4).float().mean() >= 0.98
 
 
-def test_repeated_decodes_under_a_busy_consumer_stream_stay_identical(shared_data, backend):
+def test_repeated_decodes_under_a_busy_consumer_stream_stay_identical(hymenoptera, backend):
     # torchvision's nvJPEG writes on its own stream: without the synchronise
     # before each call, memory the consumer stream still reads can be reused.
-    dataset = photos(shared_data, train_transform(224), count=32)
+    dataset = photos(hymenoptera, train_transform(224), count=32)
     loader = make_loader(dataset, 32, seed=1, workers=0, decode=GPUDecode(backend=backend),
                          prefetch=Prefetch(dtype=torch.float32))
     reference = None
@@ -69,8 +70,8 @@ def test_repeated_decodes_under_a_busy_consumer_stream_stay_identical(shared_dat
             del busy
 
 
-def test_gpu_memory_stays_flat_over_epochs(shared_data, backend):
-    dataset = photos(shared_data, train_transform(224), count=64)
+def test_gpu_memory_stays_flat_over_epochs(hymenoptera, backend):
+    dataset = photos(hymenoptera, train_transform(224), count=64)
     loader = make_loader(dataset, 32, seed=0, workers=Workers(2, kind="threads"), decode=GPUDecode(backend=backend),
                          prefetch=Prefetch(dtype=torch.bfloat16, memory_format=torch.channels_last))
     allocated = []

@@ -11,6 +11,7 @@ import torch
 from fastdata import Prefetch, Workers, make_loader
 from fastdata.transforms import RandomHorizontalFlip, RandomResizedCrop
 
+from ._photos import hymenoptera  # noqa: F401 - the fixture
 from ._photos import TOLERANCE_MEAN, eval_transform, photos, train_transform
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU fallback runs where CUDA is not")
@@ -43,9 +44,9 @@ def draws(monkeypatch):
     return seen
 
 
-def test_one_line_warning_then_the_cpu_runs_the_batch_code(shared_data):
+def test_one_line_warning_then_the_cpu_runs_the_batch_code(hymenoptera):
     with pytest.warns(RuntimeWarning, match="no CUDA device") as record:
-        loader = make_loader(photos(shared_data, train_transform()), 8, seed=1, workers=0, decode="cuda")
+        loader = make_loader(photos(hymenoptera, train_transform()), 8, seed=1, workers=0, decode="cuda")
     assert len(record) == 1 and "\n" not in str(record[0].message)
     images, targets = next(iter(loader))
     assert images.shape == (8, 3, 64, 64) and images.dtype == torch.uint8 and targets.dtype == torch.int64
@@ -54,8 +55,8 @@ def test_one_line_warning_then_the_cpu_runs_the_batch_code(shared_data):
 
 @pytest.mark.parametrize("workers", [Workers(0), Workers(2, kind="threads"), Workers(2, context="fork")],
                          ids=["main", "threads", "processes"])
-def test_same_samples_labels_boxes_and_flips_as_the_cpu_path(shared_data, draws, workers):
-    dataset = photos(shared_data, train_transform())
+def test_same_samples_labels_boxes_and_flips_as_the_cpu_path(hymenoptera, draws, workers):
+    dataset = photos(hymenoptera, train_transform())
     cpu = [(x, y) for x, y in make_loader(dataset, 8, seed=5, workers=0)]
     cpu_draws = list(draws)
     draws.clear()
@@ -74,8 +75,8 @@ def test_same_samples_labels_boxes_and_flips_as_the_cpu_path(shared_data, draws,
 
 
 @pytest.mark.parametrize("transform", [train_transform, eval_transform], ids=["train", "eval"])
-def test_pixels_within_the_stated_tolerance_of_the_cpu_path(shared_data, transform):
-    dataset = photos(shared_data, transform(96), count=32)
+def test_pixels_within_the_stated_tolerance_of_the_cpu_path(hymenoptera, transform):
+    dataset = photos(hymenoptera, transform(96), count=32)
     train = transform is train_transform
     pairs = zip(_gpu_loader(dataset, 16, seed=2, workers=0, train=train), make_loader(dataset, 16, seed=2, workers=0, train=train), strict=True)
     diffs = torch.cat([(x.int() - cx.int()).abs().flatten() for (x, _), (cx, _) in pairs]).float()
@@ -83,8 +84,8 @@ def test_pixels_within_the_stated_tolerance_of_the_cpu_path(shared_data, transfo
     assert (diffs <= 4).float().mean() >= 0.98  # rounding and filter detail, not shifted crops
 
 
-def test_normalised_output_is_the_prefetchers_arithmetic(shared_data):
-    dataset = photos(shared_data, eval_transform(), count=8)
+def test_normalised_output_is_the_prefetchers_arithmetic(hymenoptera):
+    dataset = photos(hymenoptera, eval_transform(), count=8)
     prefetch = Prefetch(device="cpu", mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225), dtype=torch.bfloat16,
                         memory_format=torch.channels_last)
     raw = next(iter(_gpu_loader(dataset, 8, seed=0, workers=0, train=False)))[0]
@@ -95,8 +96,8 @@ def test_normalised_output_is_the_prefetchers_arithmetic(shared_data):
     assert torch.equal(x, ((raw.float() - mean) * (1 / std)).to(torch.bfloat16))
 
 
-def test_exact_mid_epoch_resume(shared_data):
-    dataset = photos(shared_data, train_transform())
+def test_exact_mid_epoch_resume(hymenoptera):
+    dataset = photos(hymenoptera, train_transform())
     workers = Workers(2, kind="threads")
     whole = [(x, y) for x, y in _gpu_loader(dataset, 4, seed=9, workers=workers)]
     first = _gpu_loader(dataset, 4, seed=9, workers=workers)
@@ -113,8 +114,8 @@ def test_exact_mid_epoch_resume(shared_data):
 
 
 @pytest.mark.parametrize("train", [False, True], ids=["eval", "train"])
-def test_each_sample_once_per_epoch_across_two_ranks(shared_data, train):
-    dataset = photos(shared_data, eval_transform() if not train else train_transform(), count=22)
+def test_each_sample_once_per_epoch_across_two_ranks(hymenoptera, train):
+    dataset = photos(hymenoptera, eval_transform() if not train else train_transform(), count=22)
     seen = []
     for rank in (0, 1):
         loader = _gpu_loader(dataset, 4, seed=3, workers=0, rank=rank, world_size=2, train=train, drop_last=False)

@@ -15,6 +15,7 @@ from fastdata.datasets import ImageFolder
 from fastdata.errors import ConfigError
 from fastdata.gpu import CPUDecoder, GPUDecode
 
+from ._photos import hymenoptera  # noqa: F401 - the fixture
 from ._photos import eval_transform, folder_with, photos, train_transform
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU fallback runs where CUDA is not")
@@ -57,8 +58,8 @@ class _Rejecting(CPUDecoder):
         return super().decode(encoded, device)
 
 
-def test_a_sample_the_decoder_rejects_takes_the_cpu_path_and_rejoins_its_batch(shared_data, caplog):
-    dataset = photos(shared_data, train_transform(), count=8)
+def test_a_sample_the_decoder_rejects_takes_the_cpu_path_and_rejoins_its_batch(hymenoptera, caplog):
+    dataset = photos(hymenoptera, train_transform(), count=8)
     victim = dataset.dataset.path(dataset.indices[3])
     with open(victim, "rb") as f:
         size = len(f.read())
@@ -92,7 +93,7 @@ def test_an_undecodable_record_follows_the_datasets_on_error_policy(tmp_path, sh
     assert dataset.skipped >= 1
 
 
-def test_workers_never_touch_cuda(shared_data, monkeypatch):
+def test_workers_never_touch_cuda(hymenoptera, monkeypatch):
     parent = os.getpid()
 
     def guarded(real):
@@ -104,12 +105,12 @@ def test_workers_never_touch_cuda(shared_data, monkeypatch):
 
     monkeypatch.setattr(torch.cuda, "is_available", guarded(torch.cuda.is_available))
     monkeypatch.setattr(torch.cuda, "_lazy_init", guarded(torch.cuda._lazy_init))
-    loader = _gpu(photos(shared_data, train_transform(), count=8), 4, seed=0, workers=Workers(2, context="fork"))
+    loader = _gpu(photos(hymenoptera, train_transform(), count=8), 4, seed=0, workers=Workers(2, context="fork"))
     assert sum(len(y) for _, y in loader) == 8
 
 
-def test_auto_without_cuda_is_the_cpu_path(shared_data):
-    dataset = photos(shared_data, train_transform(), count=8)
+def test_auto_without_cuda_is_the_cpu_path(hymenoptera):
+    dataset = photos(hymenoptera, train_transform(), count=8)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # "auto" falls back silently
         auto = make_loader(dataset, 4, seed=2, workers=0, decode="auto")
@@ -126,28 +127,28 @@ class _Plain(Dataset):
         return torch.zeros(3, 8, 8, dtype=torch.uint8), 0
 
 
-def test_refusals_name_the_fix(shared_data):
-    dataset = photos(shared_data, train_transform(), count=8)
+def test_refusals_name_the_fix(hymenoptera):
+    dataset = photos(hymenoptera, train_transform(), count=8)
     with pytest.raises(ConfigError, match="decode must be one of"):
         make_loader(dataset, 4, decode="gpu")
     with pytest.raises(ConfigError, match="drop collate_fn"):
         _gpu(dataset, 4, collate_fn=lambda b: b)
     with pytest.raises(ConfigError, match="not _Plain"):
         _gpu(_Plain(), 2)
-    resize_only = photos(shared_data, transforms.Resize(32), count=8)
+    resize_only = photos(hymenoptera, transforms.Resize(32), count=8)
     with pytest.raises(ConfigError, match="use decode='cpu'"):
         _gpu(resize_only, 4)
     with pytest.raises(ConfigError, match="mode"):
         GPUDecode(mode="cpu")  # type: ignore[arg-type]
 
 
-def test_eval_center_crop_alone_and_padded_crops(shared_data):
-    big = photos(shared_data, transforms.CenterCrop(64), count=8)
+def test_eval_center_crop_alone_and_padded_crops(hymenoptera):
+    big = photos(hymenoptera, transforms.CenterCrop(64), count=8)
     for (x, _), (cx, _) in zip(_gpu(big, 4, workers=0, train=False), make_loader(big, 4, workers=0, train=False),
                                strict=True):
         assert torch.equal(x, cx)  # a crop without resizing is the same pixels
     crop_past_the_edge = transforms.Compose([transforms.Resize(64), transforms.CenterCrop(96)])  # zero padding
-    padded = photos(shared_data, crop_past_the_edge, count=4)
+    padded = photos(hymenoptera, crop_past_the_edge, count=4)
     loader = _gpu(padded, 4, workers=0, train=False)
     x, _ = next(iter(loader))
     assert len(loader.prefetcher.last.ready_at) == 4
