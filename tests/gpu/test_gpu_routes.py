@@ -16,7 +16,7 @@ from fastdata.errors import ConfigError
 from fastdata.gpu import CPUDecoder, GPUDecode
 
 from ._photos import hymenoptera  # noqa: F401 - the fixture
-from ._photos import eval_transform, folder_with, photos, train_transform
+from ._photos import folder_with, photos, train_transform
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU fallback runs where CUDA is not")
 
@@ -153,3 +153,12 @@ def test_eval_center_crop_alone_and_padded_crops(hymenoptera):
     x, _ = next(iter(loader))
     assert len(loader.prefetcher.last.ready_at) == 4
     assert torch.equal(x, next(iter(make_loader(padded, 4, workers=0, train=False)))[0])
+
+
+def test_a_small_budget_resamples_in_several_steps_with_the_same_result(hymenoptera):
+    dataset = photos(hymenoptera, train_transform(), count=8)
+    whole = next(iter(_gpu(dataset, 8, seed=3, workers=0)))[0]
+    loader = _gpu(dataset, 8, seed=3, workers=0, decode=GPUDecode(budget=3 * 300 * 300))
+    windows = next(iter(loader.dataloader)).windows
+    assert (windows[:, 2] * windows[:, 3] * 3 > 3 * 300 * 300).any()  # some photos need a step of their own
+    assert torch.equal(next(iter(loader))[0], whole)
