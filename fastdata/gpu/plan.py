@@ -127,7 +127,7 @@ class Planner:
             drawn, fits = self._center_box(info)
             flip, snap = False, False
         if not (fits and self.accepts.takes(info)):
-            return Planned(None, drawn, drawn, flip, size, self._on_cpu(image, info, drawn, flip, fits), image.name)
+            return Planned(None, drawn, drawn, flip, size, self._on_cpu(image, drawn, flip), image.name)
         box = _snapped(info, drawn, self.size, image.name) if snap else drawn
         return Planned(image.data, box, drawn, flip, size, None, image.name)
 
@@ -143,14 +143,12 @@ class Planner:
         sy, sx = info.height / h2, info.width / w2
         return (top * sy, left * sx, ch * sy, cw * sx), True
 
-    def _on_cpu(self, image: EncodedImage, info: ImageInfo, box: Box, flip: bool, fits: bool) -> np.ndarray:
+    def _on_cpu(self, image: EncodedImage, box: Box, flip: bool) -> np.ndarray:
         # The CPU path's own code with the draws already made: the same pixels as decode="cpu".
         src = Source(image, getattr(self.transform, "backend", "auto"))
         if self.crop is not None:
             return src.resized(box, self.size, min_size=dct_min_size(self.size), snap=True, flip=flip)
-        if not fits:
-            return self.center.apply(src)  # type: ignore[union-attr]  # zero padding: the CPU path's branch
-        return src.resized(box, self.size, min_size=dct_min_size(self.size), snap=False)
+        return self.center.apply(src)  # type: ignore[union-attr]  # draws nothing: the CPU path itself
 
 
 def _snapped(info: ImageInfo, box: Box, size: tuple[int, int], name: str) -> Box:

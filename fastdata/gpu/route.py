@@ -138,8 +138,9 @@ def gpu_route(decode: str | GPUDecode, dataset: Any, *, prefetch: Any, collate_f
             _log.info("decode='auto': decoding on the CPU (%s)", exc)
             return None
     if device.type != "cuda":
+        where = "Prefetch(device=...) is the CPU" if torch.cuda.is_available() else "no CUDA device here"
         warnings.warn(
-            "decode='cuda': no CUDA device here, so the same batch code runs on the CPU (slow; use decode='cpu')",
+            f"decode='cuda': {where}, so the same batch code runs on the CPU (slow; use decode='cpu')",
             RuntimeWarning, stacklevel=3,
         )
     return _build(settings, dataset, device, prefetch, collate_fn, seeding, rank)

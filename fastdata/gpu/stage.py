@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..errors import ConfigError
 from .backends import Decoder
 from .batch import EncodedBatch
 from .resample import chunks, crop_resize, pack
@@ -109,7 +110,7 @@ class GPUBatches:
     def finish(self, batch: EncodedBatch) -> tuple[torch.Tensor, Any]:
         """One batch, decoded and finished on ``self.device``."""
         if not isinstance(batch, EncodedBatch):
-            raise TypeError(f"decode='cuda' expects EncodedCollate's batches, got {type(batch).__name__}")
+            raise ConfigError(f"decode='cuda' expects EncodedCollate's batches, got {type(batch).__name__}")
         dev, (oh, ow) = self.device, batch.out_size
         out = torch.empty((len(batch), 3, oh, ow), dtype=torch.float32, device=dev)
         if len(batch.gpu):

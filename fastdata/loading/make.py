@@ -161,7 +161,8 @@ def make_loader(
             f"{order.length} samples over {place.world_size} rank(s) give this rank {len(order)}, not one full "
             f"batch of {batch_size}: pass drop_last=False or a smaller batch_size"
         )
-    prefetcher = prefetch.wrap(dataloader) if prefetch is not None else None
     if route is not None:
-        prefetcher = route.stage(dataloader, prefetch)  # type: ignore[assignment]
+        prefetcher = route.stage(dataloader, prefetch)  # GPUBatches: decodes, crops and normalises
+    else:
+        prefetcher = prefetch.wrap(dataloader) if prefetch is not None else None
     return Loader(dataloader, order, seeder, prefetcher, dataset=dataset, seeding=seeding)
