@@ -144,12 +144,14 @@ def dali_feed(args: argparse.Namespace, device: torch.device, samples: int):
         return "DALI is not installed"
     if device.type != "cuda":
         return "DALI's GPU pipeline needs CUDA"
-    from fastdata.dali import DALILoader
+    from fastdata.dali import Crop, DALILoader
 
     out = tempfile.mkdtemp(prefix="gpu_train_dali_")
-    subprocess.run([sys.executable, "-m", "fastdata.converters.cli", "convert", args.photos, os.path.join(out, "rec"),
-                    "--format", "recordio"], check=True, stdout=subprocess.DEVNULL)
-    loader = DALILoader(os.path.join(out, "rec"), args.batch, device="gpu", num_threads=args.workers, crop=args.size)
+    # cwd: not the checkout, whose source tree would shadow the installed fastdata.converters
+    subprocess.run([sys.executable, "-m", "fastdata.converters.cli", "convert", os.path.abspath(args.photos), "rec",
+                    "--format", "recordio"], check=True, stdout=subprocess.DEVNULL, cwd=out)
+    loader = DALILoader(os.path.join(out, "rec"), args.batch, device="mixed", num_threads=args.workers,
+                        crop=Crop(size=args.size))  # nvJPEG decode, augmentation on the GPU
     return ((x.to(memory_format=torch.channels_last).to(torch.bfloat16), y) for x, y in endless(loader))
 
 
