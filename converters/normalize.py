@@ -45,6 +45,9 @@ from .scan import SkippedFile
 #: What transparent pixels are composited over.
 BACKGROUND = (255, 255, 255)
 DEFAULT_QUALITY = 90
+#: The reason a stored JPEG carries when it was rewritten with restart markers
+#: (lossless: not a normalisation, counted apart in the summary).
+RESTART_REASON = "restart-markers"
 
 _JPEG_FORMATS = ("JPEG", "MPO")  # MPO: camera JPEGs with extra frames appended; decoders read frame 0
 _ALPHA_MODES = ("RGBA", "LA", "PA", "RGBa", "La")
@@ -115,7 +118,7 @@ def with_restart_markers(prepared: Prepared) -> Prepared:
     marked = add_restarts(prepared.data)
     if marked is None:
         return prepared
-    return Prepared(marked, prepared.height, prepared.width, (*prepared.reasons, "restart-markers"))
+    return Prepared(marked, prepared.height, prepared.width, (*prepared.reasons, RESTART_REASON))
 
 
 def _prepare(data: bytes, path: str, options: EncodeOptions) -> Prepared:
