@@ -77,6 +77,17 @@ with open(os.path.join(out, "data.rec"), "wb", buffering=1 << 20) as rec, open(o
 print(len(files))
 """
 
+# The CLI in this process, then this process's and its workers' CPU seconds as JSON on fd 3's file.
+WRAPPED = r"""
+import json, os, resource, sys
+from fastdata.converters.cli import main
+rc = main(sys.argv[1:])
+me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+with open(os.environ["CONVERT_SCALING_CPU"], "w") as f:
+    json.dump({"main": me.ru_utime + me.ru_stime, "workers": kids.ru_utime + kids.ru_stime}, f)
+raise SystemExit(rc)
+"""
+
 VARIANTS = {
     "plain": ("plain Python loop (read, IRHeader, append .rec, .idx)", None),
     "w1": ("fastdata convert --passthrough --workers 1", ["--passthrough", "--workers", "1"]),
@@ -106,22 +117,25 @@ def count_images(src: Path) -> int:
     return sum(1 for p in src.rglob("*") if p.is_file() and p.suffix.lower() in (".jpg", ".jpeg"))
 
 
-def run_once(key: str, src: Path, scratch: Path) -> float:
+def run_once(key: str, src: Path, scratch: Path) -> tuple[float, dict[str, float]]:
+    """Wall seconds of one whole command, and the CPU seconds of its main process and workers."""
     out = scratch / f"out-{key}"
     shutil.rmtree(out, ignore_errors=True)
     _, flags = VARIANTS[key]
+    cpu_file = scratch / "cpu.json"
+    cpu_file.unlink(missing_ok=True)
     if flags is None:
         cmd = [sys.executable, "-c", PLAIN, str(src), str(out)]
     else:
-        cmd = [sys.executable, "-m", "fastdata.converters.cli", "convert", str(src), str(out), "--format", "recordio",
+        cmd = [sys.executable, "-c", WRAPPED, "convert", str(src), str(out), "--format", "recordio",
                "--allow-skips", "--quiet", *flags]
     start = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "CONVERT_SCALING_CPU": str(cpu_file)})
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{key} failed ({done.returncode}): {' '.join(cmd[:4])} ...\n{done.stderr[-2000:]}")
     shutil.rmtree(out, ignore_errors=True)
-    return seconds
+    return seconds, (json.loads(cpu_file.read_text()) if cpu_file.exists() else {})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,12 +158,16 @@ def main(argv: list[str] | None = None) -> int:
     for f in src.rglob("*"):  # warm the page cache
         if f.is_file():
             f.read_bytes()
+    load_before = os.getloadavg()
     times: dict[str, list[float]] = {k: [] for k in keys}
+    cpu: dict[str, list[dict[str, float]]] = {k: [] for k in keys}
     for r in range(args.rounds):
         order = keys[r % len(keys):] + keys[: r % len(keys)]
         for k in order:
-            times[k].append(run_once(k, src, args.scratch))
-            print(f"round {r + 1}: {k} {images / times[k][-1]:,.0f} img/s", file=sys.stderr)
+            seconds, used = run_once(k, src, args.scratch)
+            times[k].append(seconds)
+            cpu[k].append(used)
+            print(f"round {r + 1}: {k} {images / seconds:,.0f} img/s", file=sys.stderr)
     rates = {k: images / statistics.median(v) for k, v in times.items()}
     ratios = {}
     if "plain" in rates and "w1" in rates:
@@ -167,16 +185,44 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{VARIANTS[k][0]:<55} {rates[k]:>9,.0f} {spread:>6.2f}x")
     for name, value in ratios.items():
         print(f"{name:<55} {value:>9.2f}")
+    per_image = {}
+    for k in keys:
+        if cpu[k] and cpu[k][0]:
+            main_us = statistics.median(c["main"] for c in cpu[k]) / images * 1e6
+            workers_us = statistics.median(c["workers"] for c in cpu[k]) / images * 1e6
+            per_image[k] = {"main_cpu_us": main_us, "worker_cpu_us": workers_us}
+    if per_image:
+        # the main process's fixed cost (interpreter, imports, writing the manifest): a 2-image folder's
+        tiny = args.scratch / "tiny"
+        if not tiny.is_dir():
+            (tiny / "a").mkdir(parents=True)
+            for p in sorted(src.rglob("*.jpg"))[:2]:
+                os.link(p, tiny / "a" / p.name)
+        fixed = {}
+        for k in per_image:
+            fixed[k] = statistics.median(run_once(k, tiny, args.scratch)[1]["main"] for _ in range(3))
+            per_image[k]["main_fixed_cpu_s"] = fixed[k]
+            per_image[k]["main_cpu_us_per_image_beyond_fixed"] = (statistics.median(c["main"] for c in cpu[k]) - fixed[k]) / images * 1e6
+        print(f"\n{'CPU per image (median), µs':<55} {'main':>9} {'workers':>9} {'main beyond start-up':>21}")
+        for k, v in per_image.items():
+            print(f"{VARIANTS[k][0]:<55} {v['main_cpu_us']:>9.1f} {v['worker_cpu_us']:>9.1f} "
+                  f"{v['main_cpu_us_per_image_beyond_fixed']:>15.1f} (+{v['main_fixed_cpu_s']:.2f} s)")
+        for k in ("w2", "rm2"):
+            if k in per_image and per_image[k]["worker_cpu_us"]:
+                serial, parallel = per_image[k]["main_cpu_us_per_image_beyond_fixed"], per_image[k]["worker_cpu_us"]
+                for n in (16, 64):  # Amdahl, large datasets: the main process's CPU per image stays serial, the workers' divides by n
+                    ratios[f"{k}: projected speed-up on {n} workers vs 1"] = (serial + parallel) / (serial + parallel / n)
+                    print(f"{k}: Amdahl projection, {n} workers vs 1 {'':<23} {ratios[f'{k}: projected speed-up on {n} workers vs 1']:>9.1f}x")
     if args.json:
         import fastdata
         from fastdata.decode import native_status
 
         doc = {
             "images": images, "source": str(src), "rounds": args.rounds,
-            "seconds": times, "img_per_s": rates, "ratios": ratios,
+            "seconds": times, "cpu_seconds": cpu, "cpu_per_image": per_image, "img_per_s": rates, "ratios": ratios,
             "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "python": sys.version.split()[0],
                         "fastdata": getattr(fastdata, "__version__", "?"), "decoder": native_status(),
-                        "load_before": os.getloadavg()},
+                        "load_before": load_before, "load_after": os.getloadavg()},
         }
         args.json.write_text(json.dumps(doc, indent=2) + "\n")
     return 0
