@@ -109,8 +109,9 @@ def _add_convert(sub) -> None:
         description=(
             "Pack SRC (an ImageFolder tree SRC/<class>/**/<image>, labels as torchvision's class_to_idx) "
             "or an im2rec list into OUT: shards plus manifest.json, written last. JPEGs that decode to RGB "
-            "or grayscale with no EXIF rotation are stored byte for byte; CMYK JPEGs, other formats, "
-            "alpha (composited on white), 16-bit and rotated images become RGB JPEGs once. With "
+            "or grayscale with no EXIF rotation are kept, rewritten losslessly with restart markers (same "
+            "pixels; --passthrough: byte for byte); CMYK JPEGs, other formats, alpha (composited on "
+            "white), 16-bit and rotated images become RGB JPEGs once. With "
             "--val-fraction, OUT/train and OUT/val are two dataset directories. Output is identical for "
             "any --workers and after --resume."
         ),

@@ -1,7 +1,7 @@
 """Deciding, per image, between storing the file's bytes and re-encoding it once.
 
-Pass-through (the default) keeps a JPEG byte for byte when every reader will
-decode it correctly as it is: Pillow reads it as RGB or grayscale and its EXIF
+Pass-through keeps a JPEG as it is (byte for byte, or with restart markers
+added losslessly: see below) when every reader will decode it correctly: Pillow reads it as RGB or grayscale and its EXIF
 orientation is 1 or absent. Everything else is normalised to a baseline RGB
 JPEG once, at conversion time, so that no decoder later has to know about it:
 
