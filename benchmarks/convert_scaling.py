@@ -9,7 +9,9 @@ a busy machine slows all of them alike:
 * ``w1``, ``w2``: ``fastdata convert --format recordio --passthrough`` with 1 and 2 workers;
 * ``rm2``: ``fastdata convert --format recordio`` with 2 workers (restart
   markers, the default for JPEGs when the compiled decoder is built);
-* ``rm1``: the same with 1 worker (CPU per image of the transcode path).
+* ``rm1``: the same with 1 worker (CPU per image of the transcode path);
+* ``w1nf``, ``w2nf``: ``w1``, ``w2`` with ``os.fsync`` made a no-op, to show what
+  the shards' fsync costs (measurement only: not crash-safe).
 
 Each figure is images / wall seconds of the whole command (a fresh Python
 process each time), median over ``--rounds``. Sources are read from the page
@@ -80,6 +82,8 @@ print(len(files))
 # The CLI in this process, then this process's and its workers' CPU seconds as JSON on fd 3's file.
 WRAPPED = r"""
 import json, os, resource, sys
+if os.environ.get("CONVERT_SCALING_NO_FSYNC"):  # measurement only: what the shards' fsync costs
+    os.fsync = lambda fd: None
 from fastdata.converters.cli import main
 rc = main(sys.argv[1:])
 me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -94,7 +98,11 @@ VARIANTS = {
     "w2": ("fastdata convert --passthrough --workers 2", ["--passthrough", "--workers", "2"]),
     "rm1": ("fastdata convert (restart markers) --workers 1", ["--workers", "1"]),
     "rm2": ("fastdata convert (restart markers) --workers 2", ["--workers", "2"]),
+    # what fsync costs: the same commands with os.fsync a no-op (not crash-safe; for the figures only)
+    "w1nf": ("  the same as w1, fsync disabled (measurement only)", ["--passthrough", "--workers", "1"]),
+    "w2nf": ("  the same as w2, fsync disabled (measurement only)", ["--passthrough", "--workers", "2"]),
 }
+NO_FSYNC = {"w1nf", "w2nf"}
 
 
 def build_source(photos: Path, copies: int, scratch: Path) -> Path:
@@ -130,7 +138,10 @@ def run_once(key: str, src: Path, scratch: Path) -> tuple[float, dict[str, float
         cmd = [sys.executable, "-c", WRAPPED, "convert", str(src), str(out), "--format", "recordio",
                "--allow-skips", "--quiet", *flags]
     start = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "CONVERT_SCALING_CPU": str(cpu_file)})
+    env = {**os.environ, "CONVERT_SCALING_CPU": str(cpu_file)}
+    if key in NO_FSYNC:
+        env["CONVERT_SCALING_NO_FSYNC"] = "1"
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{key} failed ({done.returncode}): {' '.join(cmd[:4])} ...\n{done.stderr[-2000:]}")
@@ -176,6 +187,11 @@ def main(argv: list[str] | None = None) -> int:
         ratios["w2 / w1 (target >= 1.8)"] = rates["w2"] / rates["w1"]
     if "rm2" in rates:
         ratios["rm2 / 488 img/s (target >= 2)"] = rates["rm2"] / 488.0
+    for k in ("w1nf", "w2nf"):
+        if k in rates and "plain" in rates:
+            ratios[f"{k} / plain"] = rates[k] / rates["plain"]
+    if "w1nf" in rates and "w2nf" in rates:
+        ratios["w2nf / w1nf"] = rates["w2nf"] / rates["w1nf"]
     if "rm1" in rates and "rm2" in rates:
         ratios["rm2 / rm1"] = rates["rm2"] / rates["rm1"]
     print(f"\n{images} images from {src}, median of {args.rounds} interleaved rounds, whole-command wall time")

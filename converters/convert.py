@@ -69,14 +69,15 @@ def convert(req: ConvertRequest, *, stdout: TextIO | None = None, stderr: TextIO
         _say(req, stdout, f"fastdata convert: {node}: nothing to do, {_finished_summary(out)}")
         return 0
     mine = plan.shards_for_node(req.node_rank, req.num_nodes)
+    if not mine:  # the nodes that have shards write the manifest (or `fastdata merge`)
+        _say(req, stdout, f"fastdata convert: {node}: no shard to write (the plan has {len(plan.shards)} shard(s) for "
+                          f"{req.num_nodes} nodes)")
+        return 0
     pending = [s for _, s in mine if state.read_record(out, plan, s) is None]
     if req.num_nodes > 1 and pending and state.manifest_dirs(out):
         # the last node wrote the manifests and is removing the records this node just read
         _say(req, stdout, f"fastdata convert: {node}: nothing to do, {out} was finished by another node meanwhile")
         return 0
-    if not mine:
-        _say(req, stdout, f"fastdata convert: {node}: no shard to write (the plan has {len(plan.shards)} shard(s) for "
-                          f"{req.num_nodes} nodes)")
     progress = Progress(sum(len(s.items) for s in pending), enabled=not req.quiet)
     try:
         written = write_shards(str(out), plan, pending, req.run, progress if progress.shown else None)

@@ -159,7 +159,6 @@ def _check_same(plan: Plan, options: PlanOptions, source: dict, out: Path) -> No
         )
 
 
-
 def _difference(key: str, saved: object, now: object) -> str:
     if key == "restart_markers":  # the one setting that has a default depending on the install
         said = {True: "with restart markers", False: "byte for byte (--passthrough)"}

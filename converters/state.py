@@ -77,12 +77,6 @@ def manifest_dirs(out: str | os.PathLike[str]) -> list[Path]:
     return [d for d in (out, *(out / s for s in SPLIT_NAMES)) if (d / MANIFEST_NAME).exists()]
 
 
-def foreign_manifest(out: str | os.PathLike[str]) -> str | None:
-    """Why a ``manifest.json`` in OUT (or OUT/train, OUT/val) is not one fastdata
-    wrote and can read, naming the file; None when every manifest there is fastdata's."""
-    return _read_manifests(Path(out))[1]
-
-
 def _read_manifests(out: Path) -> tuple[dict[Path, Manifest], str | None]:
     manifests = {}
     for directory in manifest_dirs(out):
