@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -137,16 +138,20 @@ def run_once(key: str, src: Path, scratch: Path) -> tuple[float, dict[str, float
     else:
         cmd = [sys.executable, "-c", WRAPPED, "convert", str(src), str(out), "--format", "recordio",
                "--allow-skips", "--quiet", *flags]
-    start = time.perf_counter()
     env = {**os.environ, "CONVERT_SCALING_CPU": str(cpu_file)}
     if key in NO_FSYNC:
         env["CONVERT_SCALING_NO_FSYNC"] = "1"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{key} failed ({done.returncode}): {' '.join(cmd[:4])} ...\n{done.stderr[-2000:]}")
     shutil.rmtree(out, ignore_errors=True)
-    return seconds, (json.loads(cpu_file.read_text()) if cpu_file.exists() else {})
+    used = json.loads(cpu_file.read_text()) if cpu_file.exists() else {}
+    used["total"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)  # the command's whole tree
+    return seconds, used
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,11 +207,17 @@ def main(argv: list[str] | None = None) -> int:
     for name, value in ratios.items():
         print(f"{name:<55} {value:>9.2f}")
     per_image = {}
+    print(f"\n{'CPU of the whole command per image (median), µs':<55} {'total':>9}")
     for k in keys:
-        if cpu[k] and cpu[k][0]:
+        total_us = statistics.median(c["total"] for c in cpu[k]) / images * 1e6
+        print(f"{VARIANTS[k][0]:<55} {total_us:>9.1f}")
+        if "main" in cpu[k][0]:
             main_us = statistics.median(c["main"] for c in cpu[k]) / images * 1e6
             workers_us = statistics.median(c["workers"] for c in cpu[k]) / images * 1e6
-            per_image[k] = {"main_cpu_us": main_us, "worker_cpu_us": workers_us}
+            per_image[k] = {"total_cpu_us": total_us, "main_cpu_us": main_us, "worker_cpu_us": workers_us}
+    if "plain" in keys and "w1" in keys:  # less sensitive to a busy machine than wall time
+        ratios["CPU per image, plain / w1"] = (
+            statistics.median(c["total"] for c in cpu["plain"]) / statistics.median(c["total"] for c in cpu["w1"]))
     if per_image:
         # the main process's fixed cost (interpreter, imports, writing the manifest): a 2-image folder's
         tiny = args.scratch / "tiny"

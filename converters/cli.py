@@ -140,7 +140,7 @@ def _add_convert(sub) -> None:
                        help="rewrite stored JPEGs losslessly with restart markers (same pixels, ~3%% larger) so "
                             "that the compiled crop decoder decodes only what a crop covers. The default when the "
                             "compiled decoder is built; giving it makes its absence an error")
-    jpegs.add_argument("--passthrough", dest="restart_markers", action="store_false",
+    jpegs.add_argument("--passthrough", dest="restart_markers", action="store_false", default=None,
                        help="store JPEGs byte for byte, as im2rec --pass-through does (the default without the "
                             "compiled decoder)")
     g.add_argument("--exts", default=None, metavar="LIST",
