@@ -13,6 +13,7 @@ A shard's bytes depend only on the plan, so the output is the same for any
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -64,17 +65,23 @@ def write_shards(
     """
     if not shards:
         return {}
-    jobs = [_job(out, plan, s, run) for s in shards]
+    jobs = (_job(out, plan, s, run) for s in shards)
     done: dict[str, dict] = {}
-    workers = min(run.workers, len(jobs))
+    workers = min(run.workers, len(shards))
     if workers <= 1:
         for shard, job in zip(shards, jobs):
             done[shard.key] = _record(out, plan, shard, write_shard_job(job, progress))
         return done
+    futures: dict[Future, ShardPlan] = {}
     try:
         with worker_pool(workers, init_worker, report=progress is not None) as pool:
-            futures: dict[Future, ShardPlan] = {pool.submit(write_shard_job, job): s for s, job in zip(shards, jobs)}
-            while futures:
+            todo = iter(zip(shards, jobs))
+            while True:
+                # a few shards per worker in flight: wait() costs O(futures), and a plan may hold 100,000 shards
+                for shard, job in itertools.islice(todo, 2 * workers - len(futures)):
+                    futures[pool.submit(write_shard_job, job)] = shard
+                if not futures:
+                    break
                 finished, _ = wait(futures, timeout=0.2 if progress else None, return_when=FIRST_COMPLETED)
                 if progress is not None:
                     for images, nbytes in pool.reports():
@@ -83,9 +90,8 @@ def write_shards(
                     shard = futures.pop(future)
                     done[shard.key] = _record(out, plan, shard, future.result())
     except BaseException as exc:
-        for shard in shards:  # what killed workers left of the shards in flight (a committed one is redone too)
-            if shard.key not in done:
-                state.clear_shard(out, plan, shard)
+        for shard in futures.values():  # what the killed workers left (a shard committed but not recorded is redone)
+            state.clear_shard(out, plan, shard)
         if not isinstance(exc, BrokenProcessPool):
             raise
         raise FastDataError(
