@@ -72,6 +72,8 @@ def write_shards(
         for shard, job in zip(shards, jobs):
             done[shard.key] = _record(out, plan, shard, write_shard_job(job, progress))
         return done
+    if plan.options.restart_markers:  # imported once here rather than in every forked worker
+        import fastdata.decode.native  # noqa: F401
     futures: dict[Future, ShardPlan] = {}
     try:
         with worker_pool(workers, init_worker, report=progress is not None) as pool:
