@@ -7,9 +7,10 @@ the library itself never imports it. Subcommands (each has ``--help``):
   ImageFolder tree (or ``--list FILE --root DIR``, an im2rec list) into a
   dataset directory of shards plus ``manifest.json``. With
   ``--val-fraction F``, ``OUT/train`` and ``OUT/val`` are two such
-  directories with the same classes. JPEGs are stored byte for byte when any
-  decoder reads them correctly as they are; everything else is normalised
-  once to an RGB JPEG (see :mod:`.normalize`). The output is the same for
+  directories with the same classes. JPEGs that any decoder reads correctly
+  as they are are kept, rewritten losslessly with restart markers unless
+  ``--passthrough`` (then byte for byte); everything else is normalised once
+  to an RGB JPEG (see :mod:`.normalize`). The output is the same for
   any ``--workers``, any number of nodes and after ``--resume``
   (:mod:`.plan`, :mod:`.state`).
 * ``fastdata merge OUT``: write the manifest of a multi-node conversion.
@@ -24,6 +25,6 @@ traceback); 130 interrupted.
 
 Modules: :mod:`.cli` (arguments), :mod:`.convert` (the conversion as a
 whole), :mod:`.scan`, :mod:`.normalize`, :mod:`.plan`, :mod:`.pack`,
-:mod:`.parallel`, :mod:`.state`, :mod:`.report`, :mod:`.probe`,
+:mod:`.work`, :mod:`.parallel`, :mod:`.state`, :mod:`.report`, :mod:`.probe`,
 :mod:`.inspection`, :mod:`.verification`, :mod:`.indexing`, :mod:`.units`.
 """

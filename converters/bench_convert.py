@@ -6,19 +6,18 @@ It lives here because the library (``fastdata.bench``) never imports the convert
 
 from __future__ import annotations
 
-import importlib
 import io
 import sys
 
 from fastdata.errors import FastDataError
 
-from .cli import EXIT_ERROR, EXIT_INTERRUPTED
+from .exits import EXIT_ERROR, EXIT_INTERRUPTED
 
 
 def run_bench(argv: list[str]) -> int:
     """``fastdata bench ARGV``; returns the exit status."""
     try:
-        module = importlib.import_module("fastdata.bench.cli")
+        from fastdata.bench import cli as module
     except ModuleNotFoundError as exc:
         if exc.name not in ("fastdata.bench", "fastdata.bench.cli"):
             raise

@@ -10,7 +10,6 @@ one ``fastdata: error: ...`` line, never a traceback); 130 interrupted.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from collections.abc import Sequence
@@ -19,7 +18,9 @@ from fastdata._version import __version__
 from fastdata.errors import ConfigError, FastDataError
 from fastdata.formats import registry
 
-EXIT_OK, EXIT_PROBLEMS, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
+# Each subcommand imports its modules inside its handler: start-up time is part of
+# every command's time, and a conversion must not pay for remote I/O or the bench.
+from .exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS  # noqa: F401 - re-exported
 
 _EXIT_HELP = "exit status: 0 ok, 1 problems found (see messages), 2 error, 130 interrupted"
 
@@ -28,16 +29,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:  # everything after "bench" belongs to the benchmark's own parser
-        return importlib.import_module(f"{__package__}.bench_convert").run_bench(argv[1:])
+        from .bench_convert import run_bench
+
+        return run_bench(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
         parser.print_help()
         return EXIT_ERROR
     try:
-        remote_io = importlib.import_module(f"{__package__}.remote_io")
-        if remote_io.wants(args):  # inspect / verify / index of URLs
-            return remote_io.run(args)
+        if _names_a_url(args):
+            from . import remote_io
+
+            if remote_io.wants(args):  # inspect / verify / index of URLs
+                return remote_io.run(args)
         return args.handler(args)
     except FastDataError as exc:
         from .scan import SkippedFile
@@ -53,6 +58,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "command", None) == "convert":
             print("fastdata: finished shards are kept; run the same command with --resume to finish", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _names_a_url(args: argparse.Namespace) -> bool:
+    names = [n for n in (*getattr(args, "paths", ()), *getattr(args, "files", ()), getattr(args, "path", None)) if n]
+    if not any("://" in n for n in names):  # fastdata.remote (every store's client) is imported only for URLs
+        return False
+    from fastdata.remote.urls import is_url
+
+    return any(is_url(n) for n in names)
 
 
 def _error(message: str) -> int:
@@ -95,8 +109,9 @@ def _add_convert(sub) -> None:
         description=(
             "Pack SRC (an ImageFolder tree SRC/<class>/**/<image>, labels as torchvision's class_to_idx) "
             "or an im2rec list into OUT: shards plus manifest.json, written last. JPEGs that decode to RGB "
-            "or grayscale with no EXIF rotation are stored byte for byte; CMYK JPEGs, other formats, "
-            "alpha (composited on white), 16-bit and rotated images become RGB JPEGs once. With "
+            "or grayscale with no EXIF rotation are kept, rewritten losslessly with restart markers (same "
+            "pixels; --passthrough: byte for byte); CMYK JPEGs, other formats, alpha (composited on "
+            "white), 16-bit and rotated images become RGB JPEGs once. With "
             "--val-fraction, OUT/train and OUT/val are two dataset directories. Output is identical for "
             "any --workers and after --resume."
         ),
@@ -108,7 +123,8 @@ def _add_convert(sub) -> None:
     p.add_argument("--root", metavar="DIR", help="folder the --list paths are relative to (default: the list's folder)")
     g = p.add_argument_group("shards and order")
     g.add_argument("--shard-size", type=_size, default=None, metavar="BYTES",
-                   help="start a new shard after this many source bytes, e.g. 64M, 1G (default 256M)")
+                   help="start a new shard after this many source bytes, e.g. 64M, 1G (default 64M; a shard is one "
+                        "worker's task)")
     g.add_argument("--shards", type=int, metavar="N", help="exactly N shards per split instead of --shard-size")
     g.add_argument("--shuffle", action=argparse.BooleanOptionalAction, default=None,
                    help="write in a seeded random order (default: on for folders, off for --list)")
@@ -119,9 +135,14 @@ def _add_convert(sub) -> None:
     g.add_argument("--resize", type=int, metavar="S", help="shrink so the shorter side is S pixels (never enlarges)")
     g.add_argument("--quality", type=int, metavar="Q",
                    help="JPEG quality of re-encoded images (default 90); giving it re-encodes every image")
-    g.add_argument("--restart-markers", action="store_true",
-                   help="rewrite stored JPEGs losslessly with restart markers (same pixels, ~3%% larger) so that "
-                        "the compiled crop decoder decodes only what a crop covers (needs it built)")
+    jpegs = g.add_mutually_exclusive_group()
+    jpegs.add_argument("--restart-markers", action="store_true", default=None,
+                       help="rewrite stored JPEGs losslessly with restart markers (same pixels, ~3%% larger) so "
+                            "that the compiled crop decoder decodes only what a crop covers. The default when the "
+                            "compiled decoder is built; giving it makes its absence an error")
+    jpegs.add_argument("--passthrough", dest="restart_markers", action="store_false", default=None,
+                       help="store JPEGs byte for byte, as im2rec --pass-through does (the default without the "
+                            "compiled decoder)")
     g.add_argument("--exts", default=None, metavar="LIST",
                    help="comma-separated extensions to take (default jpg,jpeg,png,ppm,bmp,pgm,tif,tiff,webp: "
                         "torchvision's and fastdata.ImageFolder's; add gif to take GIFs)")
@@ -157,13 +178,27 @@ def _env_int(name: str, default: int) -> int:
         raise ConfigError(f"environment variable {name}={value!r} is not an integer") from None
 
 
-def _run_convert(args: argparse.Namespace) -> int:
-    from fastdata.remote.urls import is_url
+def _restart_markers(asked: bool | None, quiet: bool) -> bool:
+    """Restart markers unless --passthrough, or (with a note) when the compiled
+    decoder that writes them is not built and --restart-markers was not given
+    (then convert() names the fix)."""
+    if asked is not None:
+        return asked
+    from fastdata.decode import native_available, native_status
 
+    if native_available():
+        return True
+    if not quiet:
+        print(f"fastdata convert: note: JPEGs are stored byte for byte, without restart markers: this install has "
+              f"{native_status()}", file=sys.stderr)
+    return False
+
+
+def _run_convert(args: argparse.Namespace) -> int:
     from .convert import ConvertRequest, convert
     from .pack import RunOptions
     from .parallel import available_cpus
-    from .plan import PlanOptions
+    from .plan import DEFAULT_SHARD_BYTES, PlanOptions
     from .scan import DEFAULT_EXTENSIONS, normalize_extensions
 
     if args.list_file is not None:
@@ -178,8 +213,6 @@ def _run_convert(args: argparse.Namespace) -> int:
         src, out = args.paths
     if args.shards is not None and args.shard_size is not None:
         raise ConfigError("--shards and --shard-size both set the shard boundaries; pass one of them")
-    from fastdata.formats.dataset_writer import DEFAULT_SHARD_BYTES
-
     options = PlanOptions(
         format=args.format,
         shuffle=args.shuffle if args.shuffle is not None else src is not None,
@@ -190,7 +223,7 @@ def _run_convert(args: argparse.Namespace) -> int:
         resize=args.resize,
         quality=args.quality if args.quality is not None else 90,
         reencode=args.quality is not None,
-        restart_markers=args.restart_markers,
+        restart_markers=_restart_markers(args.restart_markers, args.quiet),
     )
     request = ConvertRequest(
         out=out,
@@ -213,8 +246,10 @@ def _run_convert(args: argparse.Namespace) -> int:
         node_rank=args.node_rank if args.node_rank is not None else _env_int("RANK", 0),
         quiet=args.quiet,
     )
-    if is_url(out):  # convert locally, then upload, the manifest last
-        return importlib.import_module(f"{__package__}.remote_io").convert(request, convert)
+    if _names_a_url(argparse.Namespace(paths=[out])):  # convert locally, then upload, the manifest last
+        from .remote_io import convert as convert_remote
+
+        return convert_remote(request, convert)
     return convert(request)
 
 
@@ -230,7 +265,13 @@ def _add_merge(sub) -> None:
     p.add_argument("out", metavar="OUT")
     p.add_argument("--allow-skips", action="store_true", help="finish even if images were skipped")
     p.add_argument("--quiet", "-q", action="store_true", help="no summary")
-    p.set_defaults(handler=lambda a: importlib.import_module(f"{__package__}.convert").merge(a.out, allow_skips=a.allow_skips, quiet=a.quiet))
+    p.set_defaults(handler=_run_merge)
+
+
+def _run_merge(args: argparse.Namespace) -> int:
+    from .convert import merge
+
+    return merge(args.out, allow_skips=args.allow_skips, quiet=args.quiet)
 
 
 def _add_inspect(sub) -> None:
@@ -245,7 +286,13 @@ def _add_inspect(sub) -> None:
     p.add_argument("path", metavar="PATH")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.add_argument("--records", type=int, default=5, metavar="N", help="how many records to show (default 5)")
-    p.set_defaults(handler=lambda a: importlib.import_module(f"{__package__}.inspection").run(a.path, as_json=a.json, records=a.records))
+    p.set_defaults(handler=_run_inspect)
+
+
+def _run_inspect(args: argparse.Namespace) -> int:
+    from .inspection import run
+
+    return run(args.path, as_json=args.json, records=args.records)
 
 
 def _add_verify(sub) -> None:
@@ -287,7 +334,13 @@ def _add_index(sub) -> None:
     )
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--force", action="store_true", help="replace an existing index")
-    p.set_defaults(handler=lambda a: importlib.import_module(f"{__package__}.indexing").run(a.files, force=a.force))
+    p.set_defaults(handler=_run_index)
+
+
+def _run_index(args: argparse.Namespace) -> int:
+    from .indexing import run
+
+    return run(args.files, force=args.force)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -35,38 +35,16 @@ from fastdata.formats.sample import ShardInfo
 
 from . import state
 from .outdir import check_nesting, load_or_make_plan
-from .pack import RunOptions, write_shards
-from .plan import Plan, PlanOptions
+from .pack import write_shards
+from .plan import Plan
 from .report import Progress, Summary
-from .scan import DEFAULT_EXTENSIONS
+from .request import ConvertRequest
+
+__all__ = ["SOURCES_FILE", "ConvertRequest", "convert", "merge"]
 
 #: Beside each split's shards: the source file of every sample, one JSON string per line
 #: (named by the manifest's ``extra["sources"]``).
 SOURCES_FILE = "sources.jsonl"
-
-
-@dataclasses.dataclass(frozen=True)
-class ConvertRequest:
-    """Everything ``fastdata convert`` was asked to do.
-
-    ``src`` is an ImageFolder root; or ``list_file`` (im2rec ``.lst``) with
-    ``root`` (default: the list's folder). See the CLI help for the rest.
-    """
-
-    out: str
-    options: PlanOptions
-    run: RunOptions = dataclasses.field(default_factory=RunOptions)
-    src: str | None = None
-    list_file: str | None = None
-    root: str | None = None
-    extensions: tuple[str, ...] = DEFAULT_EXTENSIONS
-    allow_empty_classes: bool = False
-    allow_skips: bool = False
-    overwrite: bool = False
-    resume: bool = False
-    num_nodes: int = 1
-    node_rank: int = 0
-    quiet: bool = False
 
 
 def convert(req: ConvertRequest, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -86,28 +64,52 @@ def convert(req: ConvertRequest, *, stdout: TextIO | None = None, stderr: TextIO
     source = _source(req)
     check_nesting(Path(source["root"]), out)
     plan = load_or_make_plan(req, out, source, stderr)
+    node = f"node {req.node_rank} of {req.num_nodes}"
+    if plan is None:  # another node finished the same conversion before this one started
+        _say(req, stdout, f"fastdata convert: {node}: nothing to do, {_finished_summary(out)}")
+        return 0
     mine = plan.shards_for_node(req.node_rank, req.num_nodes)
+    if not mine:  # the nodes that have shards write the manifest (or `fastdata merge`)
+        _say(req, stdout, f"fastdata convert: {node}: no shard to write (the plan has {len(plan.shards)} shard(s) for "
+                          f"{req.num_nodes} nodes)")
+        return 0
     pending = [s for _, s in mine if state.read_record(out, plan, s) is None]
+    if req.num_nodes > 1 and pending and state.manifest_dirs(out):
+        # the last node wrote the manifests and is removing the records this node just read
+        _say(req, stdout, f"fastdata convert: {node}: nothing to do, {out} was finished by another node meanwhile")
+        return 0
     progress = Progress(sum(len(s.items) for s in pending), enabled=not req.quiet)
     try:
-        write_shards(str(out), plan, pending, req.run, progress)
+        written = write_shards(str(out), plan, pending, req.run, progress if progress.shown else None)
     finally:
         progress.close()
+    this_run = Summary.from_records(str(out), plan, written)
     records = state.done_records(out, plan)
     if len(records) < len(plan.shards):
-        if not req.quiet:
-            print(
-                f"fastdata convert: node {req.node_rank} of {req.num_nodes} wrote its {len(mine)} shard(s) "
-                f"({progress.images} images this run); {len(plan.shards) - len(records)} shard(s) of other nodes "
-                f"are not finished yet. The last node to finish writes the manifest (or run `fastdata merge {out}`).",
-                file=stdout,
-            )
+        _say(
+            req, stdout,
+            f"fastdata convert: {node} wrote its {len(mine)} shard(s) ({this_run.images} images this run); "
+            f"{len(plan.shards) - len(records)} shard(s) of other nodes are not finished yet. The last node to "
+            f"finish writes the manifest (or run `fastdata merge {out}`).",
+        )
         return 0
     if not state.try_lock(out, force=req.num_nodes == 1):
-        if not req.quiet:
-            print(f"fastdata convert: another node is writing the manifest of {out}", file=stdout)
+        _say(req, stdout, f"fastdata convert: another node is writing the manifest of {out}")
         return 0
-    return _finish(out, plan, records, req.allow_skips, req.quiet, progress, stdout, stderr)
+    return _finish(out, plan, records, req.allow_skips, req.quiet, _RunStats(progress.seconds, this_run), stdout, stderr)
+
+
+def _say(req: ConvertRequest, stdout: TextIO, line: str) -> None:
+    if not req.quiet:
+        print(line, file=stdout)
+
+
+@dataclasses.dataclass(frozen=True)
+class _RunStats:
+    """What this run did (a resumed or multi-node conversion did the rest before)."""
+
+    seconds: float
+    summary: Summary | None = None
 
 
 def merge(out: str, *, allow_skips: bool = False, quiet: bool = False, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -137,8 +139,7 @@ def merge(out: str, *, allow_skips: bool = False, quiet: bool = False, stdout: T
             "again with --resume, then merge"
         )
     state.try_lock(out, force=True)
-    progress = Progress(0, enabled=False)
-    return _finish(Path(out), plan, records, allow_skips, quiet, progress, stdout, stderr)
+    return _finish(Path(out), plan, records, allow_skips, quiet, _RunStats(0.0), stdout, stderr)
 
 
 def _finished_summary(out: Path) -> str:
@@ -154,11 +155,10 @@ def _finished_summary(out: Path) -> str:
     )
 
 
-def _finish(out: Path, plan: Plan, records: dict, allow_skips: bool, quiet: bool, progress: Progress, stdout: TextIO, stderr: TextIO) -> int:
+def _finish(out: Path, plan: Plan, records: dict, allow_skips: bool, quiet: bool, run: _RunStats, stdout: TextIO, stderr: TextIO) -> int:
     summary = Summary.from_records(str(out), plan, records)
-    seconds = progress.seconds
     if not quiet:
-        for line in summary.lines(seconds=seconds, images_this_run=progress.images, bytes_this_run=progress.bytes):
+        for line in summary.lines(seconds=run.seconds, this_run=run.summary):
             print(line, file=stdout)
     if summary.skipped:
         print(f"fastdata convert: skipped {len(summary.skipped)} file(s):", file=stderr)

@@ -1,7 +1,7 @@
 """Deciding, per image, between storing the file's bytes and re-encoding it once.
 
-Pass-through (the default) keeps a JPEG byte for byte when every reader will
-decode it correctly as it is: Pillow reads it as RGB or grayscale and its EXIF
+Pass-through keeps a JPEG as it is (byte for byte, or with restart markers
+added losslessly: see below) when every reader will decode it correctly: Pillow reads it as RGB or grayscale and its EXIF
 orientation is 1 or absent. Everything else is normalised to a baseline RGB
 JPEG once, at conversion time, so that no decoder later has to know about it:
 
@@ -45,6 +45,9 @@ from .scan import SkippedFile
 #: What transparent pixels are composited over.
 BACKGROUND = (255, 255, 255)
 DEFAULT_QUALITY = 90
+#: The reason a stored JPEG carries when it was rewritten with restart markers
+#: (lossless: not a normalisation, counted apart in the summary).
+RESTART_REASON = "restart-markers"
 
 _JPEG_FORMATS = ("JPEG", "MPO")  # MPO: camera JPEGs with extra frames appended; decoders read frame 0
 _ALPHA_MODES = ("RGBA", "LA", "PA", "RGBa", "La")
@@ -115,7 +118,7 @@ def with_restart_markers(prepared: Prepared) -> Prepared:
     marked = add_restarts(prepared.data)
     if marked is None:
         return prepared
-    return Prepared(marked, prepared.height, prepared.width, (*prepared.reasons, "restart-markers"))
+    return Prepared(marked, prepared.height, prepared.width, (*prepared.reasons, RESTART_REASON))
 
 
 def _prepare(data: bytes, path: str, options: EncodeOptions) -> Prepared:

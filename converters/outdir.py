@@ -9,17 +9,15 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from fastdata.errors import ConfigError, FastDataError
 from fastdata.formats import registry
 
 from . import state
 from .plan import Plan, PlanOptions, make_plan
+from .request import ConvertRequest
 from .scan import ScanResult, SkippedFile, scan_folder, scan_list
-
-if TYPE_CHECKING:
-    from .convert import ConvertRequest
 
 
 def check_nesting(src: Path, out: Path) -> None:
@@ -33,29 +31,41 @@ def check_nesting(src: Path, out: Path) -> None:
         raise ConfigError(f"{out}: the output directory contains the source folder {src}; choose another output directory")
 
 
-def load_or_make_plan(req: ConvertRequest, out: Path, source: dict, stderr: TextIO) -> Plan:
-    kind = state.classify(out)
+def load_or_make_plan(req: ConvertRequest, out: Path, source: dict, stderr: TextIO) -> Plan | None:
+    """The plan this run works on; None when, with several nodes, OUT already
+    holds this very conversion finished by the others (nothing left to do).
+
+    Raises:
+        ConfigError: OUT must not be touched, or holds a conversion made with other settings.
+    """
+    found = state.survey(out)
+    kind = found.kind
     if kind == state.FOREIGN:
-        problem = state.foreign_manifest(out)
-        if problem:
-            raise ConfigError(f"{problem}, {state.NOT_OURS}")
+        if found.problem:
+            raise ConfigError(f"{found.problem}, {state.NOT_OURS}")
         raise ConfigError(
             f"{out}: output directory is not empty and was not written by fastdata; choose a new or empty "
             "directory (fastdata never deletes files it did not write, even with --overwrite)"
         )
     if kind == state.FINISHED:
         if not req.overwrite:
+            if req.num_nodes > 1:  # a node that starts after the others finished: fine if it is the same conversion
+                _check_finished_same(found, req.options, source, out)
+                return None
             nothing = " (nothing to resume)" if req.resume else ""
             raise ConfigError(
                 f"{out} already holds a finished dataset{nothing}; choose another output directory or pass "
                 "--overwrite to replace it"
             )
-        state.wipe(out)
+        state.wipe(out, found)
     elif kind == state.UNFINISHED:
         if req.overwrite:
             state.wipe(out)
         elif req.resume or req.num_nodes > 1:
-            plan = Plan.load(out)
+            try:
+                plan = Plan.load(out)
+            except FileNotFoundError:  # the last node removed it after writing the manifests
+                return load_or_make_plan(req, out, source, stderr)
             _check_same(plan, req.options, source, out)
             if req.resume:
                 _warn_source_changes(req, plan, source, stderr)
@@ -75,6 +85,18 @@ def load_or_make_plan(req: ConvertRequest, out: Path, source: dict, stderr: Text
         return theirs
     plan.save(out)
     return plan
+
+
+def _check_finished_same(found: state.Survey, options: PlanOptions, source: dict, out: Path) -> None:
+    for directory, manifest in found.manifests.items():
+        converter = manifest.extra.get("converter") or {}
+        saved = {"options": converter.get("options"), "source": converter.get("source")}
+        if saved != {"options": dataclasses.asdict(options), "source": source}:
+            raise ConfigError(
+                f"{out} already holds a finished dataset ({directory / 'manifest.json'}) converted from another "
+                "source or with other settings than this node's; give every node the same command, or another "
+                "output directory"
+            )
 
 
 def _warn_source_changes(req: ConvertRequest, plan: Plan, source: dict, stderr: TextIO) -> None:
@@ -128,7 +150,7 @@ def _make_plan(req: ConvertRequest, source: dict) -> Plan:
 
 def _check_same(plan: Plan, options: PlanOptions, source: dict, out: Path) -> None:
     theirs, ours = dataclasses.asdict(plan.options), dataclasses.asdict(options)
-    diffs = [f"{k}: saved {theirs[k]!r}, now {ours[k]!r}" for k in ours if theirs.get(k) != ours[k]]
+    diffs = [_difference(k, theirs.get(k), ours[k]) for k in ours if theirs.get(k) != ours[k]]
     diffs += [f"source {k}: saved {plan.source.get(k)!r}, now {v!r}" for k, v in source.items() if plan.source.get(k) != v]
     if diffs:
         raise ConfigError(
@@ -136,3 +158,10 @@ def _check_same(plan: Plan, options: PlanOptions, source: dict, out: Path) -> No
             "resume with the original command, or pass --overwrite to start over"
         )
 
+
+def _difference(key: str, saved: object, now: object) -> str:
+    if key == "restart_markers":  # the one setting that has a default depending on the install
+        said = {True: "with restart markers", False: "byte for byte (--passthrough)"}
+        return (f"JPEGs were stored {said.get(saved, repr(saved))} and this run would store them {said[bool(now)]}: "
+                f"pass {'--restart-markers' if saved else '--passthrough'} to resume")
+    return f"{key}: saved {saved!r}, now {now!r}"

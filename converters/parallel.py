@@ -1,4 +1,5 @@
-"""An order-preserving parallel map over worker processes, with a bounded window.
+"""Worker processes: a pool that writes shards (:func:`worker_pool`) and an
+order-preserving parallel map with a bounded window (:func:`ordered_map`).
 
 Results come back in submission order whatever the worker count, which is
 what makes the converter's output independent of ``--workers``. At most
@@ -132,3 +133,46 @@ def ordered_map(
     finally:
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
+
+
+class WorkerPool:
+    """A process pool whose workers ignore SIGINT and die with this process,
+    with an optional progress channel (:meth:`reports`). Leaving the ``with``
+    block by an exception (Ctrl-C included) kills the workers at once instead
+    of waiting for their tasks, which may each be a whole shard: whatever they
+    leave under partial names is discarded by ``--resume``."""
+
+    def __init__(self, workers: int, init: Callable[..., None], *, report: bool = False) -> None:
+        context = multiprocessing.get_context(start_method())
+        self._queue = context.SimpleQueue() if report else None
+        self._executor = ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_worker_init, initargs=(init, (self._queue,))
+        )
+
+    def submit(self, fn: Callable[..., R], *args: Any) -> Future:
+        return self._executor.submit(fn, *args)
+
+    def reports(self) -> Iterator[Any]:
+        """What the workers put on the progress channel since the last call."""
+        queue = self._queue
+        while queue is not None and not queue.empty():
+            yield queue.get()
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, kind: object, *exc: object) -> None:
+        if kind is not None:
+            for process in list((getattr(self._executor, "_processes", None) or {}).values()):
+                process.kill()
+            self._executor.shutdown(wait=False, cancel_futures=True)
+        else:
+            self._executor.shutdown(wait=True)
+        if self._queue is not None:
+            self._queue.close()
+
+
+def worker_pool(workers: int, init: Callable[..., None], *, report: bool = False) -> WorkerPool:
+    """:class:`WorkerPool` of ``workers`` processes that each run ``init(queue)``
+    once (``queue``: the progress channel when ``report``, else None)."""
+    return WorkerPool(workers, init, report=report)

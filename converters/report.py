@@ -40,6 +40,11 @@ class Progress:
             self._bar.update(images)
 
     @property
+    def shown(self) -> bool:
+        """Whether a bar is drawn (else nobody needs to report progress)."""
+        return self._bar is not None
+
+    @property
     def seconds(self) -> float:
         return time.perf_counter() - self.started
 
@@ -60,6 +65,8 @@ class Summary:
     bytes_in: int = 0
     bytes_out: int = 0
     normalised_images: int = 0
+    restart_markers: bool = False
+    restart_marked: int = 0
     normalised: Counter = dataclasses.field(default_factory=Counter)
     per_class: dict[str, int] = dataclasses.field(default_factory=dict)
     per_split: dict[str, int] = dataclasses.field(default_factory=dict)
@@ -68,7 +75,8 @@ class Summary:
 
     @classmethod
     def from_records(cls, out: str, plan: Plan, records: dict[str, dict[str, Any]]) -> Summary:
-        s = cls(format=plan.options.format, out=out, skipped=list(plan.skipped), ignored=list(plan.ignored))
+        s = cls(format=plan.options.format, out=out, skipped=list(plan.skipped), ignored=list(plan.ignored),
+                restart_markers=plan.options.restart_markers)
         labels: Counter = Counter()
         for shard in plan.shards:
             r = records.get(shard.key)
@@ -79,6 +87,7 @@ class Summary:
             s.bytes_in += r["bytes_in"]
             s.bytes_out += r["bytes_out"]
             s.normalised_images += r["normalised_images"]
+            s.restart_marked += r.get("restart_marked", 0)
             s.normalised.update(r["normalised"])
             labels.update({int(k): v for k, v in r["per_label"].items()})
             s.skipped += [tuple(p) for p in r["skipped"]]
@@ -98,16 +107,17 @@ class Summary:
             "skipped": len(self.skipped),
         }
 
-    def lines(self, *, seconds: float, images_this_run: int, bytes_this_run: int) -> list[str]:
-        rate = images_this_run / seconds if seconds > 0 else 0.0
-        mbs = bytes_this_run / seconds / 1e6 if seconds > 0 else 0.0
+    def lines(self, *, seconds: float, this_run: Summary | None = None) -> list[str]:
+        """The summary; ``this_run`` (the shards this run wrote) adds its images and speed
+        (images written, as in the first line: skipped files are not counted)."""
         out = [
-            (
-                f"fastdata convert: {self.images} images -> {self.out} ({self.format}), {self.shards} shard(s), "
-                f"{format_bytes(self.bytes_out)} (source {format_bytes(self.bytes_in)})"
-            ),
-            f"  this run: {images_this_run} images in {seconds:.1f} s ({rate:.1f} images/s, {mbs:.1f} MB/s)",
+            f"fastdata convert: {self.images} images -> {self.out} ({self.format}), {self.shards} shard(s), "
+            f"{format_bytes(self.bytes_out)} (source {format_bytes(self.bytes_in)})"
         ]
+        if this_run is not None:
+            rate = this_run.images / seconds if seconds > 0 else 0.0
+            mbs = this_run.bytes_in / seconds / 1e6 if seconds > 0 else 0.0
+            out.append(f"  this run: {this_run.images} images in {seconds:.1f} s ({rate:.1f} images/s, {mbs:.1f} MB/s)")
         if self.per_split:
             out.append("  splits: " + ", ".join(f"{k} {v}" for k, v in self.per_split.items()))
         if self.per_class:
@@ -117,8 +127,16 @@ class Summary:
         if self.normalised_images:
             reasons = ", ".join(f"{k} {v}" for k, v in sorted(self.normalised.items()))
             out.append(f"  normalised: {self.normalised_images} image(s) re-encoded as RGB JPEG ({reasons})")
+        elif self.restart_markers:
+            out.append("  normalised: none (no image needed re-encoding)")
         else:
             out.append("  normalised: none (every image stored byte for byte)")
+        if self.restart_markers:
+            kept = self.images - self.restart_marked
+            out.append(
+                f"  restart markers: {self.restart_marked} JPEG(s) rewritten losslessly (same pixels)"
+                + (f"; {kept} stored as they are (not baseline JPEGs)" if kept else "")
+            )
         if self.ignored:
             kinds = Counter(reason.split(" (")[0] if not reason.startswith("extension") else "other extensions" for _, reason in self.ignored)
             out.append(f"  ignored: {len(self.ignored)} file(s) by rule (" + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())) + ")")

@@ -11,6 +11,7 @@ manifest and no plan is finished.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -18,7 +19,6 @@ from typing import Any
 
 from fastdata.errors import ConfigError, ManifestError
 from fastdata.formats._atomic import PARTIAL_SUFFIX, remove, write_text_atomic
-from fastdata.formats.dataset_writer import written_files
 from fastdata.formats.manifest import MANIFEST_NAME, Manifest
 
 from .plan import PLAN_NAME, Plan, ShardPlan
@@ -30,6 +30,35 @@ SPLIT_NAMES = ("train", "val")
 NEW, FINISHED, UNFINISHED, FOREIGN = "new", "finished", "unfinished", "foreign"
 
 
+@dataclasses.dataclass(frozen=True)
+class Survey:
+    """What OUT holds: its :func:`classify` kind, the fastdata manifests read
+    there (by dataset directory) and, for a foreign one, why."""
+
+    kind: str
+    manifests: dict[Path, Manifest] = dataclasses.field(default_factory=dict)
+    problem: str | None = None
+
+
+def survey(out: str | os.PathLike[str]) -> Survey:
+    """Classify OUT, reading each manifest there once (see :func:`classify`).
+
+    Raises:
+        ConfigError: ``out`` exists and is not a directory.
+    """
+    out = Path(out)
+    if not out.exists():
+        return Survey(NEW)
+    if not out.is_dir():
+        raise ConfigError(f"{out}: output path exists and is not a directory")
+    if (out / PLAN_NAME).exists():
+        return Survey(UNFINISHED)
+    if not manifest_dirs(out):
+        return Survey(FOREIGN if any(out.iterdir()) else NEW)
+    manifests, problem = _read_manifests(out)
+    return Survey(FOREIGN, problem=problem) if problem else Survey(FINISHED, manifests)
+
+
 def classify(out: str | os.PathLike[str]) -> str:
     """``"new"`` (missing or empty), ``"unfinished"`` (a plan is there),
     ``"finished"`` (a fastdata manifest in OUT or OUT/train, OUT/val) or
@@ -39,17 +68,7 @@ def classify(out: str | os.PathLike[str]) -> str:
     Raises:
         ConfigError: ``out`` exists and is not a directory.
     """
-    out = Path(out)
-    if not out.exists():
-        return NEW
-    if not out.is_dir():
-        raise ConfigError(f"{out}: output path exists and is not a directory")
-    if (out / PLAN_NAME).exists():
-        return UNFINISHED
-    manifests = manifest_dirs(out)
-    if manifests:
-        return FOREIGN if foreign_manifest(out) else FINISHED
-    return FOREIGN if any(out.iterdir()) else NEW
+    return survey(out).kind
 
 
 def manifest_dirs(out: str | os.PathLike[str]) -> list[Path]:
@@ -58,33 +77,37 @@ def manifest_dirs(out: str | os.PathLike[str]) -> list[Path]:
     return [d for d in (out, *(out / s for s in SPLIT_NAMES)) if (d / MANIFEST_NAME).exists()]
 
 
-def foreign_manifest(out: str | os.PathLike[str]) -> str | None:
-    """Why a ``manifest.json`` in OUT (or OUT/train, OUT/val) is not one fastdata
-    wrote and can read, naming the file; None when every manifest there is fastdata's."""
+def _read_manifests(out: Path) -> tuple[dict[Path, Manifest], str | None]:
+    manifests = {}
     for directory in manifest_dirs(out):
         try:
-            Manifest.read(directory)
+            manifests[directory] = Manifest.read(directory)
         except (ManifestError, OSError, UnicodeDecodeError) as exc:
             path = str(directory / MANIFEST_NAME)
             reason = str(exc).removeprefix(f"{path}: ")
-            return f"{path}: {reason.split(';')[0]}"
-    return None
+            return {}, f"{path}: {reason.split(';')[0]}"
+    return manifests, None
 
 
-def wipe(out: str | os.PathLike[str]) -> None:
+def wipe(out: str | os.PathLike[str], found: Survey | None = None) -> None:
     """Delete what fastdata wrote in OUT and nothing else: the files its
     manifests and its plan list (shards, indexes, extra files, partial files
     of those), the manifests, the plan and the state records. Split folders
     left empty are removed; files a user put beside the shards stay.
+    ``found``: OUT's :func:`survey`, when the caller just made it (each
+    manifest is then read once in all).
 
     Raises:
         ConfigError: a ``manifest.json`` there is not fastdata's (nothing is deleted).
     """
     out = Path(out)
-    problem = foreign_manifest(out)
+    if found is not None and found.kind == FINISHED:
+        manifests, problem = found.manifests, found.problem
+    else:  # an unfinished OUT may hold the manifests of a run that stopped while finishing
+        manifests, problem = _read_manifests(out)
     if problem:
         raise ConfigError(f"{problem}, {NOT_OURS}")
-    doomed = [path for directory in manifest_dirs(out) for path in written_files(directory)]
+    doomed = [path for directory, manifest in manifests.items() for path in _listed(directory, manifest)]
     try:
         plan = Plan.load(out) if (out / PLAN_NAME).exists() else None
     except (ManifestError, OSError, UnicodeDecodeError):
@@ -99,6 +122,16 @@ def wipe(out: str | os.PathLike[str]) -> None:
         directory = out / split
         if directory.is_dir() and not any(directory.iterdir()):
             directory.rmdir()
+
+
+def _listed(directory: Path, manifest: Manifest) -> list[Path]:
+    # as dataset_writer.written_files, from a manifest already read
+    doomed: list[Path] = []
+    for name in manifest.files():
+        if name in ("", ".", "..") or Path(name).name != name:
+            continue
+        doomed += [directory / name, directory / (name + PARTIAL_SUFFIX)]
+    return [*doomed, directory / MANIFEST_NAME]
 
 
 #: Why fastdata refuses an output folder it did not write, even with --overwrite.
@@ -179,6 +212,6 @@ def try_lock(out: str | os.PathLike[str], *, force: bool = False) -> bool:
 def cleanup(out: str | os.PathLike[str]) -> None:
     """Remove the plan, the records and the lock once the manifests are written."""
     out = Path(out)
+    remove(out / PLAN_NAME)  # first: from here on OUT counts as finished, for a node that starts now
     remove(out / STATE_DIR)
-    remove(out / PLAN_NAME)
     remove(out / LOCK_NAME)

@@ -1,27 +1,87 @@
-"""What a worker process does: read each image file and prepare it for storage.
+"""What a worker does: read, prepare and write one whole shard.
 
-Kept apart from :mod:`.pack` so that a spawned worker imports only Pillow and
-this, not the planning and writing machinery.
+A shard is the unit of work: the worker that takes it reads its files, checks
+or rewrites each image (:func:`.normalize.prepare`) and streams them into the
+format's ``write_shard`` (which writes under a partial name, computes the
+shard's checksums and renames it at the end). Only a small dict of counts
+comes back to the parent, so the parent's work per image is nothing, and the
+bytes of a shard never cross a process boundary. A shard's bytes depend only
+on its plan, so any number of workers writes the same files.
+
+Kept apart from :mod:`.pack` so that a spawned worker imports only this,
+Pillow and the format, not the planning machinery.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from collections import Counter
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from .normalize import EncodeOptions, prepare, stored_as_is
-from .scan import SkippedFile
+from fastdata.errors import FastDataError
+from fastdata.formats import registry
+from fastdata.formats.sample import Sample
 
-# Per image: (bytes to store, height, width, normalisation reasons, source size), or the skip reason.
-Outcome = tuple[bytes, int, int, tuple[str, ...], int] | str
+from .normalize import RESTART_REASON, EncodeOptions, prepare
+from .scan import SkippedFile, SourceItem
 
-# This process's settings, installed once by init_worker.
-_WORKER: dict[str, Any] = {}
+REPORT_EVERY = 64  # images between progress reports from a worker
+
+#: The progress callback of this process (``report(images, source_bytes)``), installed by :func:`init_worker`.
+_REPORT: dict[str, Callable[[int, int], None] | None] = {"fn": None}
 
 
-def init_worker(encode: EncodeOptions, delay: float) -> None:
-    _WORKER["encode"] = encode
-    _WORKER["delay"] = delay
+@dataclasses.dataclass(frozen=True)
+class ShardJob:
+    """Everything needed to write one shard, picklable.
+
+    ``path`` is the shard's final path (its directory exists); ``items`` and
+    ``ids`` are the plan's; ``classes`` names the labels (may be empty).
+    """
+
+    path: str
+    format: str
+    items: list[SourceItem]
+    ids: list[int]
+    classes: list[str]
+    encode: EncodeOptions
+    on_error: str = "skip"
+    delay: float = 0.0
+
+
+@dataclasses.dataclass
+class ShardStats:
+    """What went into one shard; saved as its done record."""
+
+    written: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    normalised_images: int = 0
+    restart_marked: int = 0
+    per_label: Counter = dataclasses.field(default_factory=Counter)
+    normalised: Counter = dataclasses.field(default_factory=Counter)
+    skipped: list[list[str]] = dataclasses.field(default_factory=list)
+
+    def record(self, info: Any) -> dict[str, Any]:
+        return {
+            "info": dataclasses.asdict(info) if info is not None else None,
+            "written": self.written,
+            "bytes_in": self.bytes_in,
+            "bytes_out": self.bytes_out,
+            "normalised_images": self.normalised_images,
+            "restart_marked": self.restart_marked,
+            "per_label": {str(k): v for k, v in sorted(self.per_label.items())},
+            "normalised": dict(sorted(self.normalised.items())),
+            "skipped": self.skipped,
+        }
+
+
+def init_worker(report: Any = None) -> None:
+    """Install the progress channel of a worker process: a queue that gets
+    ``(images, source_bytes)`` every :data:`REPORT_EVERY` images, or None."""
+    _REPORT["fn"] = (lambda images, nbytes: report.put((images, nbytes))) if report is not None else None
 
 
 def read_file(path: str) -> bytes:
@@ -35,39 +95,77 @@ def read_file(path: str) -> bytes:
         raise SkippedFile(path, f"cannot read: {exc.strerror or exc}") from None
 
 
-def process_batch(paths: list[str]) -> list[Outcome]:
-    """Read and prepare each image, in order (runs in a worker, or in-process for one worker)."""
-    encode, delay = _WORKER["encode"], _WORKER["delay"]
-    out: list[Outcome] = []
-    for path in paths:
+def write_shard_job(job: ShardJob, report: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Write ``job``'s shard and return its done record (see :class:`ShardStats`).
+
+    An all-skipped shard records ``info`` None; the caller removes its files
+    (DALI's mxnet index cannot hold an empty shard).
+
+    Raises:
+        SkippedFile: with ``on_error="raise"``, the first image that cannot be converted.
+        FastDataError: the format's writer stopped early (a bug).
+    """
+    report = report if report is not None else _REPORT["fn"]
+    spec = registry.get(job.format)
+    stats = ShardStats()
+    info = spec.write_shard(job.path, _samples(job, stats, report))
+    done = stats.written + len(stats.skipped)
+    if done != len(job.items):
+        raise FastDataError(
+            f"{job.path}: the {spec.name} writer stopped after {done} of {len(job.items)} images (a bug in the format writer)"
+        )
+    # an all-skipped shard is removed by the caller (state.clear_shard knows every name it may have)
+    return stats.record(info if info.records else None)
+
+
+def _samples(job: ShardJob, stats: ShardStats, report: Callable[[int, int], None] | None) -> Iterator[Sample]:
+    encode, delay, classes = job.encode, job.delay, job.classes
+    pending_images = pending_bytes = 0
+    for item, sample_id in zip(job.items, job.ids):
         if delay:  # test-only --test-delay: slow enough to be killed mid-run
             time.sleep(delay)
         try:
-            data = read_file(path)
-            img = prepare(data, path, encode)
+            data = read_file(item.path)
+            img = prepare(data, item.path, encode)
         except SkippedFile as exc:
-            out.append(exc.reason)
+            if job.on_error == "raise":
+                raise
+            stats.skipped.append([item.path, exc.reason])
+            pending_images += 1
             continue
-        out.append((img.data, img.height, img.width, img.reasons, len(data)))
-    return out
+        size = len(data)
+        stats.written += 1
+        stats.bytes_in += size
+        stats.bytes_out += len(img.data)
+        label = item.label
+        if isinstance(label, int):
+            stats.per_label[label] += 1
+        if img.reasons:
+            normalised = [r for r in img.reasons if r != RESTART_REASON]
+            if len(normalised) < len(img.reasons):
+                stats.restart_marked += 1
+            if normalised:
+                stats.normalised_images += 1
+                stats.normalised.update(normalised)
+        if report is not None:
+            pending_images += 1
+            pending_bytes += size
+            if pending_images >= REPORT_EVERY:
+                report(pending_images, pending_bytes)
+                pending_images = pending_bytes = 0
+        yield Sample(
+            image=img.data,
+            label=label,
+            id=sample_id,
+            filename=_printable(item.rel),
+            height=img.height,
+            width=img.width,
+            class_text=classes[label] if isinstance(label, int) and classes else "",
+        )
+    if report is not None and (pending_images or pending_bytes):
+        report(pending_images, pending_bytes)
 
 
-def batch_in_parent(paths: list[str]) -> list[Outcome] | None:
-    """The batch's outcomes when every file is a pass-through JPEG the structural
-    check vouches for (reading a file and walking its markers costs less than
-    pickling its bytes back from a worker); None sends the batch to a worker.
-    """
-    encode, delay = _WORKER["encode"], _WORKER["delay"]
-    if delay or encode.reencode or encode.verify_decode or encode.restart_markers:
-        return None
-    out: list[Outcome] = []
-    for path in paths:
-        try:
-            data = read_file(path)
-        except SkippedFile:
-            return None  # the worker reports it, with the same reason as ever
-        kept = stored_as_is(data, encode)
-        if kept is None:
-            return None
-        out.append((kept.data, kept.height, kept.width, kept.reasons, len(data)))
-    return out
+def _printable(name: str) -> str:
+    # File names that are not valid UTF-8 arrive with surrogate escapes; formats store UTF-8.
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")

@@ -45,7 +45,7 @@ def test_edgecases_load_back_as_upright_rgb(shared_data, tmp_path, capsys, fmt):
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_labels_follow_class_to_idx_and_jpegs_pass_through(shared_data, tmp_path, capsys, fmt):
     src = shared_data / "vectors" / "images"
-    code, _, err = run_cli(capsys, "convert", src, tmp_path / "out", "--format", fmt, "--shards", "3", "-q")
+    code, _, err = run_cli(capsys, "convert", src, tmp_path / "out", "--passthrough", "--format", fmt, "--shards", "3", "-q")
     assert code == 0, err
     classes = sorted(e.name for e in os.scandir(src) if e.is_dir())
     class_to_idx = {c: i for i, c in enumerate(classes)}
@@ -62,7 +62,7 @@ def test_labels_follow_class_to_idx_and_jpegs_pass_through(shared_data, tmp_path
 
 def test_tfrecord_stores_imagenet_keys(shared_data, tmp_path, capsys):
     src = shared_data / "vectors" / "images"
-    assert run_cli(capsys, "convert", src, tmp_path / "o", "--format", "tfrecord", "--no-shuffle", "-q")[0] == 0
+    assert run_cli(capsys, "convert", src, tmp_path / "o", "--passthrough", "--format", "tfrecord", "--no-shuffle", "-q")[0] == 0
     m = manifest_json(tmp_path / "o")
     records = list(tfrecord.Reader(tmp_path / "o" / m["shards"][0]["file"]))
     first = tfrecord.parse_example(records[0])
@@ -88,7 +88,7 @@ def test_output_is_identical_for_any_worker_count(shared_data, tmp_path, capsys,
 
 def test_val_split_is_disjoint_and_complete(shared_data, tmp_path, capsys):
     src = shared_data / "vectors" / "images"
-    code, out, _ = run_cli(capsys, "convert", src, tmp_path / "o", "--format", "tfrecord", "--val-fraction", "0.25")
+    code, out, _ = run_cli(capsys, "convert", src, tmp_path / "o", "--passthrough", "--format", "tfrecord", "--val-fraction", "0.25")
     assert code == 0 and "splits: train 10, val 3" in out
     (m_train, train), (m_val, val) = read_back(tmp_path / "o" / "train"), read_back(tmp_path / "o" / "val")
     assert m_train.classes == m_val.classes == ["cat", "dog", "zebra_7"]
@@ -102,7 +102,7 @@ def test_hymenoptera_train_with_two_workers(shared_data, tmp_path, capsys):
     src = shared_data / "photos" / "hymenoptera" / "train"
     # GIF is not taken by default (torchvision's rule, see below); --exts opts in and it is normalised
     exts = ["--exts", "jpg,jpeg,gif"]
-    code, out, err = run_cli(capsys, "convert", src, tmp_path / "h", "--format", "recordio", "--workers", "2", "--shard-size", "8M", *exts)
+    code, out, err = run_cli(capsys, "convert", src, tmp_path / "h", "--passthrough", "--format", "recordio", "--workers", "2", "--shard-size", "8M", *exts)
     assert code == 0, err
     assert "gif-to-jpeg 1" in out and "per class: ants 124, bees 121" in out
     m, samples = read_back(tmp_path / "h")
@@ -122,7 +122,7 @@ def test_converted_folder_has_the_samples_of_image_folder(shared_data, tmp_path,
 
     src = shared_data / "photos" / "hymenoptera" / "train"
     folder = ImageFolder(src, decode=False)
-    code, out, err = run_cli(capsys, "convert", src, tmp_path / "h", "--format", "lmdb", "--no-shuffle")
+    code, out, err = run_cli(capsys, "convert", src, tmp_path / "h", "--passthrough", "--format", "lmdb", "--no-shuffle")
     assert code == 0, err
     m, samples = read_back(tmp_path / "h")
     assert m.num_samples == len(folder) == 244
@@ -134,7 +134,7 @@ def test_converted_folder_has_the_samples_of_image_folder(shared_data, tmp_path,
 def test_list_input_keeps_list_order_and_labels(shared_data, tmp_path, capsys):
     lst = shared_data / "vectors" / "im2rec_passthrough.lst"
     root = shared_data / "vectors" / "images"
-    code, _, err = run_cli(capsys, "convert", "--list", lst, "--root", root, tmp_path / "o", "--format", "recordio", "-q")
+    code, _, err = run_cli(capsys, "convert", "--list", lst, "--root", root, tmp_path / "o", "--passthrough", "--format", "recordio", "-q")
     assert code == 0, err
     m, samples = read_back(tmp_path / "o")
     lines = [line.split("\t") for line in lst.read_text().splitlines()]

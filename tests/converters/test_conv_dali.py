@@ -27,7 +27,7 @@ def source(shared_data):
 
 
 def _convert(capsys, src, out, fmt):
-    code, _, err = run_cli(capsys, "convert", src, out, "--format", fmt, "--shards", "3", "-q")
+    code, _, err = run_cli(capsys, "convert", src, out, "--passthrough", "--format", fmt, "--shards", "3", "-q")
     assert code == 0, err
     return manifest_json(out)
 
@@ -99,7 +99,7 @@ def test_dali_reads_real_photos_converted_by_two_workers(shared_data, tmp_path, 
     from nvidia.dali import fn, pipeline_def
 
     src = shared_data / "photos" / "hymenoptera" / "val"
-    code, _, err = run_cli(capsys, "convert", src, tmp_path / "h", "--format", "recordio", "--workers", "2", "--shard-size", "4M", "-q")
+    code, _, err = run_cli(capsys, "convert", src, tmp_path / "h", "--passthrough", "--format", "recordio", "--workers", "2", "--shard-size", "4M", "-q")
     assert code == 0, err
     m = manifest_json(tmp_path / "h")
     assert len(m["shards"]) > 1

@@ -110,7 +110,7 @@ def test_unicode_space_and_symlinked_names(tmp_path, capsys):
     (tmp_path / "elsewhere" / "target.jpg").write_bytes(jpeg(2))
     (src / "日本").mkdir()
     os.symlink(tmp_path / "elsewhere" / "target.jpg", src / "日本" / "link name.jpg")
-    code, _, err = run_cli(capsys, "convert", src, tmp_path / "o", "--format", "tfrecord", "--no-shuffle")
+    code, _, err = run_cli(capsys, "convert", src, tmp_path / "o", "--passthrough", "--format", "tfrecord", "--no-shuffle")
     assert code == 0, err
     m, samples = read_back(tmp_path / "o")
     assert m.classes == ["café au lait", "日本"]

@@ -102,11 +102,11 @@ def test_cli_verify_decode(tmp_path, capsys):
     files = make_folder(tmp_path / "src", {"a": 3})
     damaged = _damaged(7)
     (tmp_path / "src" / "a" / "zz.jpg").write_bytes(damaged)
-    code, _, _ = run_cli(capsys, "convert", tmp_path / "src", tmp_path / "fast", "--format", "recordio",
+    code, _, _ = run_cli(capsys, "convert", tmp_path / "src", tmp_path / "fast", "--passthrough", "--format", "recordio",
                          "--workers", "1", "--quiet")
     assert code == 0
     assert len(read_back(tmp_path / "fast")[1]) == 4
-    code, _, err = run_cli(capsys, "convert", tmp_path / "src", tmp_path / "slow", "--format", "recordio",
+    code, _, err = run_cli(capsys, "convert", tmp_path / "src", tmp_path / "slow", "--passthrough", "--format", "recordio",
                            "--workers", "1", "--verify-decode", "--allow-skips")
     assert code == 0 and "zz.jpg" in err
     stored = sorted(image for image, _ in read_back(tmp_path / "slow")[1])

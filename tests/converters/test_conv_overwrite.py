@@ -79,3 +79,21 @@ def test_a_manifest_fastdata_did_not_write_is_refused(src, tmp_path, capsys, whe
         assert "manifest.json" in err and "not written by fastdata" in err
         assert len(err.strip().splitlines()) == 1
         assert tree(out) == before  # nothing deleted, nothing added
+
+
+def test_overwrite_reads_each_manifest_once(tmp_path, capsys, monkeypatch):
+    from fastdata.formats.manifest import Manifest
+
+    make_folder(tmp_path / "src", {"a": 3, "b": 3})
+    args = ["convert", tmp_path / "src", tmp_path / "o", "--format", "recordio", "--val-fraction", "0.3", "-q"]
+    assert run_cli(capsys, *args)[0] == 0
+    reads = []
+    real = Manifest.read.__func__
+
+    def counting(cls, directory, *a, **k):
+        reads.append(str(directory))
+        return real(cls, directory, *a, **k)
+
+    monkeypatch.setattr(Manifest, "read", classmethod(counting))
+    assert run_cli(capsys, *args, "--overwrite")[0] == 0
+    assert len(reads) == len(set(reads)) == 2, reads  # train's and val's, once each

@@ -1,0 +1,259 @@
+"""Conversion speed against a plain loop, as whole commands (start-up included).
+
+Variants, run interleaved (one of each per round, in a rotating order) so that
+a busy machine slows all of them alike:
+
+* ``plain``: a plain Python loop doing im2rec ``--pass-through``'s work in one
+  process: read each file, pack its IRHeader, append it to a ``.rec`` with
+  RecordIO framing, write the ``.idx`` (no hashing, no fsync, no checks);
+* ``w1``, ``w2``: ``fastdata convert --format recordio --passthrough`` with 1 and 2 workers;
+* ``rm2``: ``fastdata convert --format recordio`` with 2 workers (restart
+  markers, the default for JPEGs when the compiled decoder is built);
+* ``rm1``: the same with 1 worker (CPU per image of the transcode path);
+* ``w1nf``, ``w2nf``: ``w1``, ``w2`` with ``os.fsync`` made a no-op, to show what
+  the shards' fsync costs (measurement only: not crash-safe).
+
+Each figure is images / wall seconds of the whole command (a fresh Python
+process each time), median over ``--rounds``. Sources are read from the page
+cache (one warm-up read first). Results: a table on stdout and JSON
+(``--json``), with the machine and versions.
+
+    python benchmarks/convert_scaling.py [--src DIR] [--copies 16] [--rounds 3] [--json out.json]
+
+Without ``--src`` it builds DIR from ``../shared/data/photos/hymenoptera/train``
+(every JPEG hard-linked ``--copies`` times, 3,904 files for 16) under ``--scratch``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_PHOTOS = HERE.parent.parent / "shared" / "data" / "photos" / "hymenoptera" / "train"
+
+# The plain loop, run as its own process (python -c) so that its start-up counts like the CLI's.
+PLAIN = r"""
+import os, struct, sys
+src, out = sys.argv[1], sys.argv[2]
+MAGIC = 0xCED7230A
+MAGIC_BYTES = MAGIC.to_bytes(4, "little")
+IR = struct.Struct("<IfQQ")
+HEAD = struct.Struct("<II")
+classes = sorted(d for d in os.listdir(src) if os.path.isdir(os.path.join(src, d)))
+files = []
+for label, c in enumerate(classes):
+    for root, _, names in sorted(os.walk(os.path.join(src, c))):
+        files += [(os.path.join(root, n), label) for n in sorted(names) if n.lower().endswith((".jpg", ".jpeg"))]
+os.makedirs(out, exist_ok=True)
+pos = 0
+with open(os.path.join(out, "data.rec"), "wb", buffering=1 << 20) as rec, open(os.path.join(out, "data.idx"), "w") as idx:
+    for key, (path, label) in enumerate(files):
+        with open(path, "rb") as f:
+            data = IR.pack(0, float(label), key, 0) + f.read()
+        n = len(data)
+        if data.find(MAGIC_BYTES) >= 0:  # im2rec splits records at aligned magic words: rare, done simply here
+            parts = []
+            start = 0
+            p = data.find(MAGIC_BYTES)
+            while p >= 0:
+                if p % 4 == 0:
+                    parts.append(data[start:p]); start = p + 4
+                p = data.find(MAGIC_BYTES, p + 1)
+            parts.append(data[start:])
+        else:
+            parts = [data]
+        idx.write(f"{key}\t{pos}\n")
+        for i, part in enumerate(parts):
+            flag = 0 if len(parts) == 1 else (1 if i == 0 else (3 if i == len(parts) - 1 else 2))
+            pad = (-len(part)) % 4
+            pos += rec.write(HEAD.pack(MAGIC, (flag << 29) | len(part)) + part + b"\0" * pad)
+print(len(files))
+"""
+
+# The CLI in this process, then this process's and its workers' CPU seconds as JSON on fd 3's file.
+WRAPPED = r"""
+import json, os, resource, sys
+if os.environ.get("CONVERT_SCALING_NO_FSYNC"):  # measurement only: what the shards' fsync costs
+    os.fsync = lambda fd: None
+from fastdata.converters.cli import main
+rc = main(sys.argv[1:])
+me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+with open(os.environ["CONVERT_SCALING_CPU"], "w") as f:
+    json.dump({"main": me.ru_utime + me.ru_stime, "workers": kids.ru_utime + kids.ru_stime}, f)
+raise SystemExit(rc)
+"""
+
+VARIANTS = {
+    "plain": ("plain Python loop (read, IRHeader, append .rec, .idx)", None),
+    "w1": ("fastdata convert --passthrough --workers 1", ["--passthrough", "--workers", "1"]),
+    "w2": ("fastdata convert --passthrough --workers 2", ["--passthrough", "--workers", "2"]),
+    "rm1": ("fastdata convert (restart markers) --workers 1", ["--workers", "1"]),
+    "rm2": ("fastdata convert (restart markers) --workers 2", ["--workers", "2"]),
+    # what fsync costs: the same commands with os.fsync a no-op (not crash-safe; for the figures only)
+    "w1nf": ("  the same as w1, fsync disabled (measurement only)", ["--passthrough", "--workers", "1"]),
+    "w2nf": ("  the same as w2, fsync disabled (measurement only)", ["--passthrough", "--workers", "2"]),
+}
+NO_FSYNC = {"w1nf", "w2nf"}
+
+
+def build_source(photos: Path, copies: int, scratch: Path) -> Path:
+    src = scratch / f"photos-x{copies}"
+    if src.is_dir():
+        return src
+    tmp = scratch / f"photos-x{copies}.partial"
+    shutil.rmtree(tmp, ignore_errors=True)
+    for cls in sorted(p for p in photos.iterdir() if p.is_dir()):
+        (tmp / cls.name).mkdir(parents=True)
+        jpegs = sorted(p for p in cls.iterdir() if p.suffix.lower() in (".jpg", ".jpeg"))
+        for k in range(copies):
+            for p in jpegs:
+                os.link(p, tmp / cls.name / f"k{k}_{p.name}")
+    tmp.rename(src)
+    return src
+
+
+def count_images(src: Path) -> int:
+    return sum(1 for p in src.rglob("*") if p.is_file() and p.suffix.lower() in (".jpg", ".jpeg"))
+
+
+def run_once(key: str, src: Path, scratch: Path) -> tuple[float, dict[str, float]]:
+    """Wall seconds of one whole command, and the CPU seconds of its main process and workers."""
+    out = scratch / f"out-{key}"
+    shutil.rmtree(out, ignore_errors=True)
+    _, flags = VARIANTS[key]
+    cpu_file = scratch / "cpu.json"
+    cpu_file.unlink(missing_ok=True)
+    if flags is None:
+        cmd = [sys.executable, "-c", PLAIN, str(src), str(out)]
+    else:
+        cmd = [sys.executable, "-c", WRAPPED, "convert", str(src), str(out), "--format", "recordio",
+               "--allow-skips", "--quiet", *flags]
+    env = {**os.environ, "CONVERT_SCALING_CPU": str(cpu_file)}
+    if key in NO_FSYNC:
+        env["CONVERT_SCALING_NO_FSYNC"] = "1"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"{key} failed ({done.returncode}): {' '.join(cmd[:4])} ...\n{done.stderr[-2000:]}")
+    shutil.rmtree(out, ignore_errors=True)
+    used = json.loads(cpu_file.read_text()) if cpu_file.exists() else {}
+    used["total"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)  # the command's whole tree
+    return seconds, used
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--src", type=Path, help="ImageFolder of JPEGs (default: hymenoptera train x --copies)")
+    p.add_argument("--photos", type=Path, default=DEFAULT_PHOTOS)
+    p.add_argument("--copies", type=int, default=16)
+    p.add_argument("--scratch", type=Path, default=Path("/tmp/fastdata-convert-scaling"))
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--variants", default="plain,w1,w2,rm2", help="comma-separated: " + ",".join(VARIANTS))
+    p.add_argument("--json", type=Path, help="write the results here as JSON")
+    args = p.parse_args(argv)
+    keys = args.variants.split(",")
+    for k in keys:
+        if k not in VARIANTS:
+            p.error(f"unknown variant {k!r}; choose from {', '.join(VARIANTS)}")
+    args.scratch.mkdir(parents=True, exist_ok=True)
+    src = args.src or build_source(args.photos, args.copies, args.scratch)
+    images = count_images(src)
+    for f in src.rglob("*"):  # warm the page cache
+        if f.is_file():
+            f.read_bytes()
+    load_before = os.getloadavg()
+    times: dict[str, list[float]] = {k: [] for k in keys}
+    cpu: dict[str, list[dict[str, float]]] = {k: [] for k in keys}
+    for r in range(args.rounds):
+        order = keys[r % len(keys):] + keys[: r % len(keys)]
+        for k in order:
+            seconds, used = run_once(k, src, args.scratch)
+            times[k].append(seconds)
+            cpu[k].append(used)
+            print(f"round {r + 1}: {k} {images / seconds:,.0f} img/s", file=sys.stderr)
+    rates = {k: images / statistics.median(v) for k, v in times.items()}
+    ratios = {}
+    if "plain" in rates and "w1" in rates:
+        ratios["w1 / plain (target >= 0.8)"] = rates["w1"] / rates["plain"]
+    if "w1" in rates and "w2" in rates:
+        ratios["w2 / w1 (target >= 1.8)"] = rates["w2"] / rates["w1"]
+    if "rm2" in rates:
+        ratios["rm2 / 488 img/s (target >= 2)"] = rates["rm2"] / 488.0
+    for k in ("w1nf", "w2nf"):
+        if k in rates and "plain" in rates:
+            ratios[f"{k} / plain"] = rates[k] / rates["plain"]
+    if "w1nf" in rates and "w2nf" in rates:
+        ratios["w2nf / w1nf"] = rates["w2nf"] / rates["w1nf"]
+    if "rm1" in rates and "rm2" in rates:
+        ratios["rm2 / rm1"] = rates["rm2"] / rates["rm1"]
+    print(f"\n{images} images from {src}, median of {args.rounds} interleaved rounds, whole-command wall time")
+    print(f"{'variant':<55} {'img/s':>9} {'spread':>7}")
+    for k in keys:
+        spread = max(times[k]) / min(times[k])
+        print(f"{VARIANTS[k][0]:<55} {rates[k]:>9,.0f} {spread:>6.2f}x")
+    for name, value in ratios.items():
+        print(f"{name:<55} {value:>9.2f}")
+    per_image = {}
+    print(f"\n{'CPU of the whole command per image (median), µs':<55} {'total':>9}")
+    for k in keys:
+        total_us = statistics.median(c["total"] for c in cpu[k]) / images * 1e6
+        print(f"{VARIANTS[k][0]:<55} {total_us:>9.1f}")
+        if "main" in cpu[k][0]:
+            main_us = statistics.median(c["main"] for c in cpu[k]) / images * 1e6
+            workers_us = statistics.median(c["workers"] for c in cpu[k]) / images * 1e6
+            per_image[k] = {"total_cpu_us": total_us, "main_cpu_us": main_us, "worker_cpu_us": workers_us}
+    if "plain" in keys and "w1" in keys:  # less sensitive to a busy machine than wall time
+        ratios["CPU per image, plain / w1"] = (
+            statistics.median(c["total"] for c in cpu["plain"]) / statistics.median(c["total"] for c in cpu["w1"]))
+    if per_image:
+        # the main process's fixed cost (interpreter, imports, writing the manifest): a 2-image folder's
+        tiny = args.scratch / "tiny"
+        if not tiny.is_dir():
+            (tiny / "a").mkdir(parents=True)
+            for p in sorted(src.rglob("*.jpg"))[:2]:
+                os.link(p, tiny / "a" / p.name)
+        fixed = {}
+        for k in per_image:
+            fixed[k] = statistics.median(run_once(k, tiny, args.scratch)[1]["main"] for _ in range(3))
+            per_image[k]["main_fixed_cpu_s"] = fixed[k]
+            per_image[k]["main_cpu_us_per_image_beyond_fixed"] = (statistics.median(c["main"] for c in cpu[k]) - fixed[k]) / images * 1e6
+        print(f"\n{'CPU per image (median), µs':<55} {'main':>9} {'workers':>9} {'main beyond start-up':>21}")
+        for k, v in per_image.items():
+            print(f"{VARIANTS[k][0]:<55} {v['main_cpu_us']:>9.1f} {v['worker_cpu_us']:>9.1f} "
+                  f"{v['main_cpu_us_per_image_beyond_fixed']:>15.1f} (+{v['main_fixed_cpu_s']:.2f} s)")
+        for k in ("w2", "rm2"):
+            if k in per_image and per_image[k]["worker_cpu_us"]:
+                serial, parallel = per_image[k]["main_cpu_us_per_image_beyond_fixed"], per_image[k]["worker_cpu_us"]
+                for n in (16, 64):  # Amdahl, large datasets: the main process's CPU per image stays serial, the workers' divides by n
+                    ratios[f"{k}: projected speed-up on {n} workers vs 1"] = (serial + parallel) / (serial + parallel / n)
+                    print(f"{k}: Amdahl projection, {n} workers vs 1 {'':<23} {ratios[f'{k}: projected speed-up on {n} workers vs 1']:>9.1f}x")
+    if args.json:
+        import fastdata
+        from fastdata.decode import native_status
+
+        doc = {
+            "images": images, "source": str(src), "rounds": args.rounds,
+            "seconds": times, "cpu_seconds": cpu, "cpu_per_image": per_image, "img_per_s": rates, "ratios": ratios,
+            "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "python": sys.version.split()[0],
+                        "fastdata": getattr(fastdata, "__version__", "?"), "decoder": native_status(),
+                        "load_before": load_before, "load_after": os.getloadavg()},
+        }
+        args.json.write_text(json.dumps(doc, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
