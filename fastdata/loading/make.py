@@ -18,7 +18,7 @@ from .keyed import KeyedDataset
 from .loader import Loader
 from .sampler import ShardedSampler
 from .seeding import WorkerSeeder
-from .settings import Prefetch, Workers
+from .settings import Prefetch, Workers, with_dataloader_keywords
 from .streamed import StreamFeed, is_stream
 from .threaded import ThreadedBatches
 
@@ -64,6 +64,11 @@ def make_loader(
     seeding: Seeding = "sample",
     drop_last: bool | None = None,
     distributed: Distributed | None = None,
+    num_workers: int | None = None,
+    pin_memory: bool | None = None,
+    persistent_workers: bool | None = None,
+    prefetch_factor: int | None = None,
+    multiprocessing_context: Any = None,
 ) -> Loader:
     """A resumable, seeded, rank-sharded loader of ``(images, targets)`` batches.
 
@@ -83,7 +88,7 @@ def make_loader(
             group's (a stream's own place when it was given one), else one
             rank. Refuses training set-ups whose ranks would read the same
             data (see :func:`fastdata.order.resolve_place`).
-        workers: :class:`Workers` (count, processes or threads,
+        workers: :class:`Workers` (count, threads or processes or "auto",
             persistence, prefetch factor, start method, pinning), or an int
             worker count.
         prefetch: :class:`Prefetch` to copy and normalise batches on a device
@@ -97,6 +102,11 @@ def make_loader(
             is read exactly once): gather results after the loop, not per batch.
         distributed: the older spelling of the place: ``"auto"``, True,
             False or ``(rank, world_size)``; see :func:`fastdata.order.ranks.from_distributed`.
+        num_workers, pin_memory, persistent_workers, prefetch_factor, multiprocessing_context:
+            torch DataLoader's spellings, taken as they are for code moving
+            from a DataLoader: they set the same-named :class:`Workers`
+            fields (``num``, ``pin_memory``, ``persistent``,
+            ``prefetch_factor``, ``context``) on ``workers``.
 
     Raises:
         ConfigError: bad arguments, a distributed set-up that would repeat
@@ -106,7 +116,11 @@ def make_loader(
         raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
     if seeding not in ("sample", "worker"):
         raise ConfigError(f"seeding must be 'sample' or 'worker', got {seeding!r}")
-    settings = Workers.of(workers)
+    settings = with_dataloader_keywords(workers, {
+        "num_workers": num_workers, "pin_memory": pin_memory, "persistent_workers": persistent_workers,
+        "prefetch_factor": prefetch_factor, "multiprocessing_context": multiprocessing_context,
+    })
+    settings, described = settings.resolve(dataset, seeding)
     place = _place(dataset, rank, world_size, distributed, train)
     if seed is None:
         seed = int(getattr(dataset, "seed", 0)) if is_stream(dataset) else 0
@@ -150,4 +164,4 @@ def make_loader(
             f"batch of {batch_size}: pass drop_last=False or a smaller batch_size"
         )
     prefetcher = prefetch.wrap(dataloader) if prefetch is not None else None
-    return Loader(dataloader, order, seeder, prefetcher, dataset=dataset, seeding=seeding)
+    return Loader(dataloader, order, seeder, prefetcher, dataset=dataset, seeding=seeding, workers=described)
