@@ -31,6 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--rounds", type=int, default=3, help="timed rounds per variant (after warm-up)")
     p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--pass-images", type=int, default=960, metavar="N",
+                   help="each timed pipeline pass reads whole epochs until it has read N images, so that a pass on a "
+                        "small set lasts long enough for its ratio to repeat from run to run (default: %(default)s)")
     p.add_argument("--groups", default="train,eval,read,convert", help="comma list of train,eval,read,convert")
     p.add_argument("--formats", default=",".join(suite.FORMATS))
     p.add_argument("--no-dali", action="store_true", help="leave DALI out even when installed")
@@ -61,7 +64,7 @@ def main(argv: Sequence[str] | None = None, *, convert: suite.Convert | None = N
 
 def _run(args: argparse.Namespace, convert: suite.Convert | None) -> int:
     if args.quick:
-        args.images, args.rounds, args.warmup, args.batch_size = min(args.images, 16), 1, 0, 8
+        args.images, args.rounds, args.warmup, args.batch_size, args.pass_images = min(args.images, 16), 1, 0, 8, 0
     say = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     src, shards = _source(args, convert, say)
     groups = tuple(g for g in args.groups.split(",") if g)
@@ -71,7 +74,8 @@ def _run(args: argparse.Namespace, convert: suite.Convert | None) -> int:
     scratch = cache_dir() / "scratch"
     scratch.mkdir(parents=True, exist_ok=True)
     settings = suite.Settings(src=src or "", shards=shards, workers=args.workers, batch_size=args.batch_size,
-                              dali=not args.no_dali, groups=groups, convert=convert, scratch=str(scratch))
+                              dali=not args.no_dali, groups=groups, convert=convert, scratch=str(scratch),
+                              pass_images=args.pass_images)
     say(f"bench: crop decode: {native_status()}")
     missing = suite.missing_peers(settings)
     for peer, what in missing.items():
@@ -83,7 +87,8 @@ def _run(args: argparse.Namespace, convert: suite.Convert | None) -> int:
         say(line)
     judged = verdicts.judge(results, suite.FORMATS, missing)
     meta = {"src": src, "shards": shards, "workers": args.workers, "batch_size": args.batch_size,
-            "rounds": args.rounds, "warmup": args.warmup, "quick": args.quick, "held_back_warnings": dict(held.counts),
+            "rounds": args.rounds, "warmup": args.warmup, "pass_images": args.pass_images, "quick": args.quick,
+            "held_back_warnings": dict(held.counts),
             "judged_configuration": judged_configuration(results), "missing_peers": missing,
             "targets": [v.to_json() for v in judged]}
     text = "\n".join([*header(results, missing), "", report.table(results), "",

@@ -36,6 +36,7 @@ class Settings:
     groups: tuple[str, ...] = ("train", "eval", "read", "convert")
     convert: Convert | None = None
     scratch: str = ""
+    pass_images: int = 0  # a timed pipeline pass reads whole epochs until it has read this many
 
 
 def drain(loader) -> int:
@@ -45,13 +46,16 @@ def drain(loader) -> int:
     return n
 
 
-def steady(make: Callable[[], object]) -> dict[str, Callable[[], object]]:
-    """``run``/``setup``/``teardown`` for a Variant that times one steady-state epoch.
+def steady(make: Callable[[], object], min_items: int = 0) -> dict[str, Callable[[], object]]:
+    """``run``/``setup``/``teardown`` for a Variant that times steady-state epochs.
 
     ``setup`` (untimed) builds the loader with persistent workers and pulls
-    one batch, so worker start-up is paid outside the timed epoch, as it is
+    one batch, so worker start-up is paid outside the timed pass, as it is
     amortised over a long training run; ``teardown`` shuts the workers down,
-    so only one variant's processes are alive at a time.
+    so only one variant's processes are alive at a time. ``run`` reads whole
+    epochs until it has ``min_items``: on a small set one epoch is a fraction
+    of a second, where scheduling noise and the pipeline's fill and drain
+    weigh more than in training, and two runs' ratios disagree more.
     """
     held: list[object] = []
 
@@ -61,7 +65,10 @@ def steady(make: Callable[[], object]) -> dict[str, Callable[[], object]]:
         held.append(loader)
 
     def run() -> int:
-        return drain(held[0])
+        n = drain(held[0])
+        while 0 < n < min_items:
+            n += drain(held[0])
+        return n
 
     def teardown() -> None:
         loader = held.pop()
@@ -104,12 +111,12 @@ def _pipelines(s: Settings, *, train: bool) -> list[Variant]:
     def torch_loader(ds, collate):
         return steady(lambda: torch.utils.data.DataLoader(
             ds, batch_size=s.batch_size, shuffle=train, num_workers=s.workers, collate_fn=collate, drop_last=False,
-            persistent_workers=s.workers > 0))
+            persistent_workers=s.workers > 0), s.pass_images)
 
     def fast(ds, workers=None):
         # the defaults a user gets: make_loader(ds, batch_size, workers=N), no kind (auto)
         return steady(lambda: make_loader(ds, s.batch_size, train=train, workers=workers or s.workers,
-                                             seed=s.seed, rank=0, world_size=1))
+                                             seed=s.seed, rank=0, world_size=1), s.pass_images)
 
     def aware():
         return Compose([RandomResizedCrop(224), RandomHorizontalFlip()]) if train else ResizedCenterCrop(256, 224)
@@ -151,7 +158,7 @@ def _pipelines(s: Settings, *, train: bool) -> list[Variant]:
 
         for fmt, path in s.shards.items():
             run = steady(lambda path=path: DALILoader(path, s.batch_size, train=train, device="cpu", device_id=None,
-                                                         num_threads=s.workers, seed=s.seed))
+                                                         num_threads=s.workers, seed=s.seed), s.pass_images)
             rows.append(Variant(f"DALI CPU {fmt}", group, **run, baseline=base))
     return rows
 

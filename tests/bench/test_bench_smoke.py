@@ -81,3 +81,21 @@ def test_the_main_job_without_the_tfrecord_package_has_no_failed_row(tmp_path):
     rows = json.loads((out / "results.json").read_text())["results"]
     assert rows and all(r["error"] is None for r in rows), [r["error"] for r in rows if r["error"]]
     assert not any("tfrecord package" in r["name"] for r in rows)
+
+
+def test_a_timed_pass_reads_whole_epochs_until_it_has_enough_images():
+    from fastdata.bench.suite import steady
+
+    epochs = []
+
+    class Loader:
+        def __iter__(self):
+            epochs.append(1)
+            return iter([([0] * 4, None)] * 3)  # 12 images an epoch
+
+    for minimum, want in ((0, 12), (12, 12), (13, 24), (30, 36)):
+        parts = steady(Loader, minimum)
+        parts["setup"]()
+        epochs.clear()
+        assert parts["run"]() == want and len(epochs) == want // 12
+        parts["teardown"]()
