@@ -72,6 +72,12 @@ def installed_elsewhere(directory: Path = PACKAGE_DIR, path: list[str] | None = 
     return None
 
 
+def _path_front(path: list[str] | None) -> Path | None:
+    """The directory ``sys.path`` starts with (the script's, or the current one)."""
+    entries = sys.path if path is None else path
+    return Path(entries[0] or os.getcwd()).resolve() if entries else None
+
+
 def import_failure(error: BaseException, directory: Path = PACKAGE_DIR, path: list[str] | None = None) -> tuple[str, str]:
     """``(cause, fix)``: why ``fastdata.decode._cropdecode`` did not import, and what gets it."""
     if not isinstance(error, ModuleNotFoundError):  # the file is there but does not load (e.g. libjpeg.so gone)
@@ -79,7 +85,10 @@ def import_failure(error: BaseException, directory: Path = PACKAGE_DIR, path: li
     other = sorted(p.name for p in directory.glob(f"{NAME}*") if p.suffix in (".so", ".pyd"))
     checkout = source_checkout(directory)
     where = f"fastdata is imported from {'the source checkout ' if checkout else ''}{checkout or directory.parent}"
-    shadowed = installed_elsewhere(directory, path)
+    # only a copy that sys.path lists first because of where Python was started can shadow: an
+    # install in site-packages is the one meant, whatever else a later entry holds
+    front = checkout is not None or directory.parents[1] == _path_front(path)
+    shadowed = installed_elsewhere(directory, path) if front else None
     if shadowed is not None:
         return (
             f"{where}, which shadows the installed fastdata in {shadowed.parents[1]} that has it built "
@@ -95,7 +104,7 @@ def import_failure(error: BaseException, directory: Path = PACKAGE_DIR, path: li
     return "the install found no C compiler or no libjpeg headers", INSTALL_HINT
 
 
-def note_pure_path(status: Callable[[], str]) -> None:
+def note_pure_path(why: Callable[[], str]) -> None:
     """Log, once per process tree, that decode-aware transforms decode in
     Python, and why (pip hides the build's own message)."""
     global _noted
@@ -106,5 +115,5 @@ def note_pure_path(status: Callable[[], str]) -> None:
     _log.warning(
         "fastdata: decode-aware transforms decode in pure Python, at about half the speed of the "
         "compiled crop decoder, which is missing: "
-        "%s", status(),
+        "%s", why(),
     )

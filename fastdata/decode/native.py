@@ -79,7 +79,7 @@ def note_pure_path() -> None:
     chose it): called by the first such sample, and by ``make_loader``
     before it starts workers, so that they inherit the silence."""
     if _cropdecode is None:
-        build_status.note_pure_path(native_status)
+        build_status.note_pure_path(lambda: f"{_IMPORT_ERROR}; for the fast path, {_FIX}")
 
 
 def crop_decoder(backend: str = "auto") -> str:

@@ -39,11 +39,12 @@ def choose_kind(dataset: Any, *, seeding: str, context: str | None) -> tuple[str
     held = _python_steps(transform)
     if held:
         return "processes", f"Python callable(s) {', '.join(held)} among the transforms hold the GIL"
-    from ..decode.native import native_status, note_pure_path, wants_native
+    from ..decode.native import native_available, note_pure_path, wants_native
 
     if not wants_native(getattr(transform, "backend", "auto")):
         note_pure_path()  # here, before workers start, so that they do not each say it again
-        return "processes", f"the crop decode is {native_status()}"
+        how = "FASTDATA_NATIVE=0 chose it" if native_available() else "the compiled crop decoder is missing"
+        return "processes", f"the crop decode is pure Python ({how}; fastdata.decode.native_status() says why and how)"
     return "threads", f"{_name(transform)} decodes with the compiled crop decoder, which releases the GIL"
 
 

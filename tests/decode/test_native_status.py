@@ -143,3 +143,14 @@ def test_unit_diagnosis_of_a_file_built_for_another_python(tmp_path):
     assert "built for another Python (_cropdecode.cpython-39-x86_64-linux-gnu.so)" in cause and "pip install -e ." in fix
     cause, fix = build_status.import_failure(ImportError("libjpeg.so.62: cannot open"), decode, path=[])
     assert cause == "it does not load: libjpeg.so.62: cannot open" and "reinstall fastdata" in fix
+
+
+def test_an_install_in_site_packages_is_not_called_shadowed_by_a_later_built_copy(tmp_path):
+    # a venv's own (unbuilt) install, with a built fastdata further down sys.path (e.g. the system's)
+    site, other = _package(tmp_path / "site", built=False), _package(tmp_path / "other", built=True)
+    decode = site / "fastdata" / "decode"
+    cause, fix = build_status.import_failure(ModuleNotFoundError("x"), decode, path=[str(tmp_path), str(site), str(other)])
+    assert cause == "the install found no C compiler or no libjpeg headers" and "apt-get install" in fix
+    # the same copy first on sys.path because Python was started there (the script's directory): shadowing
+    cause, fix = build_status.import_failure(ModuleNotFoundError("x"), decode, path=[str(site), str(other)])
+    assert f"shadows the installed fastdata in {other}" in cause and fix == "run from another directory"
