@@ -10,6 +10,7 @@ that takes the pure-Python path logs one line (once per process tree).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -21,10 +22,13 @@ NAME = "_cropdecode"
 PACKAGE_DIR = Path(__file__).resolve().parent  # fastdata/decode
 NOTED_ENV = "_FASTDATA_PURE_PATH_NOTED"  # inherited by worker processes, so they stay quiet
 
-INSTALL_HINT = (
+HEADERS = (
     "install the libjpeg headers and a C compiler (Debian/Ubuntu: apt-get install libjpeg-dev; "
-    "Fedora: dnf install libjpeg-turbo-devel; macOS: brew install jpeg-turbo), then reinstall fastdata "
-    "(pip install --force-reinstall --no-deps fastdata, or pip install -e . in a checkout)"
+    "Fedora: dnf install libjpeg-turbo-devel; macOS: brew install jpeg-turbo)"
+)
+INSTALL_HINT = (
+    f"{HEADERS}, then reinstall fastdata (pip install --force-reinstall --no-deps fastdata, or pip install -e . "
+    "in a checkout)"
 )
 IN_PLACE = "pip install -e . (or python setup.py build_ext --inplace) in the checkout builds it there"
 
@@ -72,6 +76,22 @@ def installed_elsewhere(directory: Path = PACKAGE_DIR, path: list[str] | None = 
     return None
 
 
+def editable_install_of(checkout: Path, path: list[str] | None = None) -> bool:
+    """Whether an installed fastdata (on ``path``, default ``sys.path``) is an
+    editable install of ``checkout`` (pip's direct_url.json says so)."""
+    import importlib.metadata
+
+    found = importlib.metadata.distributions(name="fastdata", **({"path": path} if path is not None else {}))
+    for dist in found:  # the checkout's own egg-info has no direct_url
+        try:
+            info = json.loads(dist.read_text("direct_url.json") or "{}")
+        except Exception:  # noqa: BLE001 - unreadable metadata: then we cannot tell
+            continue
+        if info.get("dir_info", {}).get("editable") and info.get("url") == checkout.as_uri():
+            return True
+    return False
+
+
 def _path_front(path: list[str] | None) -> Path | None:
     """The directory ``sys.path`` starts with (the script's, or the current one)."""
     entries = sys.path if path is None else path
@@ -98,6 +118,11 @@ def import_failure(error: BaseException, directory: Path = PACKAGE_DIR, path: li
     if checkout is not None:
         if other:
             return f"{where}, where it was built for another Python ({', '.join(other)})", IN_PLACE
+        if editable_install_of(checkout, path):
+            return (
+                f"{where}, installed editable, whose build did not make it (pip hides why: pip install -v -e . shows it)",
+                f"{HEADERS}, then pip install -e . again",
+            )
         return f"{where}, where it is not built", f"{IN_PLACE}; if that build prints a hint, {INSTALL_HINT}"
     if other:
         return f"it was built for another Python ({', '.join(other)})", "reinstall fastdata with this Python"

@@ -154,3 +154,14 @@ def test_an_install_in_site_packages_is_not_called_shadowed_by_a_later_built_cop
     # the same copy first on sys.path because Python was started there (the script's directory): shadowing
     cause, fix = build_status.import_failure(ModuleNotFoundError("x"), decode, path=[str(site), str(other)])
     assert f"shadows the installed fastdata in {other}" in cause and fix == "run from another directory"
+
+
+def test_an_editable_install_whose_build_failed_says_to_install_the_headers_then_reinstall(tmp_path):
+    checkout, site = _checkout(tmp_path / "checkout"), tmp_path / "site"
+    info = site / "fastdata-0.1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fastdata\nVersion: 0.1.0\n")
+    (info / "direct_url.json").write_text(f'{{"dir_info": {{"editable": true}}, "url": "{checkout.as_uri()}"}}')
+    cause, fix = build_status.import_failure(ModuleNotFoundError("x"), checkout / "fastdata" / "decode", path=[str(site)])
+    assert cause.endswith("installed editable, whose build did not make it (pip hides why: pip install -v -e . shows it)")
+    assert fix.startswith("install the libjpeg headers") and fix.endswith("then pip install -e . again")
