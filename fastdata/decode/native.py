@@ -36,12 +36,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import DecodeError, MissingDependencyError
+from . import build_status
 from .decoder import DEFAULT_MAX_PIXELS, _check_pixels, _stored_box, jpeg_scale, scaled_region
 from .info import ImageInfo, is_jpeg
 from .orientation import box_to_stored, box_to_upright
 from .scaling import snap_box
-
-from . import build_status
 
 try:
     _cropdecode: Any = importlib.import_module(f"{__package__}._cropdecode")

@@ -12,7 +12,9 @@ import torch
 from ..errors import ConfigError
 from .prefetch import CUDAPrefetcher, per_channel
 
-__all__ = ["DATALOADER_KEYWORDS", "IMAGENET_MEAN", "IMAGENET_STD", "Prefetch", "Workers", "unit_channels", "with_dataloader_keywords"]
+__all__ = [
+    "DATALOADER_KEYWORDS", "IMAGENET_MEAN", "IMAGENET_STD", "Prefetch", "Workers", "unit_channels", "with_dataloader_keywords",
+]
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
