@@ -7,7 +7,7 @@ cheap and works with no optional extras installed.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import errors as _errors
 from ._version import __version__
@@ -35,6 +35,19 @@ _LAZY = {
 _LAZY.update({name: "fastdata.datasets" for name in _registry.public_names()})
 
 __all__ = sorted([*_errors.__all__, "__version__", *_LAZY])
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names resolve lazily below
+    from . import decode, remote
+    from .dali.iterator import DALILoader
+    from .datasets import (
+        FormatDataset, FormatStream, ImageFolder, LMDBDataset, RecordIODataset, RecordIOStream, TFRecordDataset,
+        TFRecordStream, open_dataset,
+    )
+    from .loading.collate import fast_collate
+    from .loading.make import make_loader
+    from .loading.prefetch import CUDAPrefetcher
+    from .loading.seeding import seed_everything, seed_worker
+    from .loading.settings import Prefetch, Workers
 
 
 def __getattr__(name: str) -> Any:

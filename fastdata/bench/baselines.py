@@ -33,6 +33,12 @@ def has_torchvision() -> bool:
     return True
 
 
+def torchvision_version() -> str:
+    import torchvision
+
+    return str(torchvision.__version__)
+
+
 class PILFolder(torch.utils.data.Dataset):
     """torchvision.datasets.ImageFolder's walk and loader, with nothing of fastdata's."""
 

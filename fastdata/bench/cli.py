@@ -9,13 +9,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..decode.native import native_available
+from ..decode.native import native_available, native_status
 from ..errors import ConfigError
 from ..formats import MANIFEST_NAME, Manifest
-from . import report, suite
+from . import report, suite, verdicts
 from .default_data import cache_dir, default_dataset
 from .harness import run_interleaved
 from .quiet import held_back_warnings
+from .targets import decode_aware_row
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,6 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--rounds", type=int, default=3, help="timed rounds per variant (after warm-up)")
     p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--pass-images", type=int, default=960, metavar="N",
+                   help="each timed pipeline pass reads whole epochs until it has read N images, so that a pass on a "
+                        "small set lasts long enough for its ratio to repeat from run to run (default: %(default)s)")
     p.add_argument("--groups", default="train,eval,read,convert", help="comma list of train,eval,read,convert")
     p.add_argument("--formats", default=",".join(suite.FORMATS))
     p.add_argument("--no-dali", action="store_true", help="leave DALI out even when installed")
@@ -60,7 +64,7 @@ def main(argv: Sequence[str] | None = None, *, convert: suite.Convert | None = N
 
 def _run(args: argparse.Namespace, convert: suite.Convert | None) -> int:
     if args.quick:
-        args.images, args.rounds, args.warmup, args.batch_size = min(args.images, 16), 1, 0, 8
+        args.images, args.rounds, args.warmup, args.batch_size, args.pass_images = min(args.images, 16), 1, 0, 8, 0
     say = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     src, shards = _source(args, convert, say)
     groups = tuple(g for g in args.groups.split(",") if g)
@@ -70,19 +74,52 @@ def _run(args: argparse.Namespace, convert: suite.Convert | None) -> int:
     scratch = cache_dir() / "scratch"
     scratch.mkdir(parents=True, exist_ok=True)
     settings = suite.Settings(src=src or "", shards=shards, workers=args.workers, batch_size=args.batch_size,
-                              dali=not args.no_dali, groups=groups, convert=convert, scratch=str(scratch))
+                              dali=not args.no_dali, groups=groups, convert=convert, scratch=str(scratch),
+                              pass_images=args.pass_images)
+    say(f"bench: crop decode: {native_status()}")
+    missing = suite.missing_peers(settings)
+    for peer, what in missing.items():
+        say(f"bench: no {peer} rows: {what}")
     variants = suite.build(settings)
     with held_back_warnings() as held:
         results = run_interleaved(variants, rounds=args.rounds, warmup=args.warmup, progress=say)
     for line in held.summary():
         say(line)
+    judged = verdicts.judge(results, suite.FORMATS, missing)
     meta = {"src": src, "shards": shards, "workers": args.workers, "batch_size": args.batch_size,
-            "rounds": args.rounds, "warmup": args.warmup, "quick": args.quick, "held_back_warnings": dict(held.counts)}
-    paths = report.write_all(results, meta, args.out)
-    print(report.table(results))
-    print("\n" + "\n".join(report.headline(results)))
+            "rounds": args.rounds, "warmup": args.warmup, "pass_images": args.pass_images, "quick": args.quick,
+            "held_back_warnings": dict(held.counts),
+            "judged_configuration": judged_configuration(results), "missing_peers": missing,
+            "targets": [v.to_json() for v in judged]}
+    text = "\n".join([*header(results, missing), "", report.table(results), "",
+                      *report.headline(results, missing)])
+    paths = report.write_all(results, meta, args.out, text=text)
+    print(text)
     print(f"\nwrote {', '.join(str(p) for p in paths.values())}")
     return 0
+
+
+def judged_configuration(results: list) -> str:
+    """The row the targets are judged on and how it was configured."""
+    source = verdicts.judged_source(results, suite.FORMATS)
+    row = next((r for r in results if r.group == "train" and r.name == decode_aware_row(source)), None)
+    how = row.note if row is not None and row.note else "the defaults"
+    where = "shards from the default conversion" if source != "ImageFolder" else "the image folder itself"
+    return f"{decode_aware_row(source)} ({how}, {where})"
+
+
+def header(results: list, missing: dict[str, str] | None = None) -> list[str]:
+    """What a reader needs before the figures: the decode path, the baseline,
+    the configuration the targets are judged on, and the peers not timed."""
+    from .baselines import has_torchvision, torchvision_version
+
+    lines = [
+        f"crop decode: {native_status()}",
+        f"baseline: {'torchvision ' + torchvision_version() if has_torchvision() else 'PIL stand-in (no torchvision)'}",
+        f"targets judged on: {judged_configuration(results)}",
+    ]
+    lines += [f"not timed: {peer}: {what}" for peer, what in (missing or {}).items()]
+    return lines
 
 
 def _source(args, convert, say) -> tuple[str | None, dict[str, str]]:

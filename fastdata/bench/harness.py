@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from . import busy
+
 
 @dataclasses.dataclass
 class Variant:
@@ -50,10 +52,24 @@ class Result:
     note: str
     bytes_per_item: float | None
     error: str | None = None
+    others: list[float] = dataclasses.field(default_factory=list)
+    """Other processes' share of our CPUs during each timed round (see :mod:`.busy`)."""
 
     @property
     def median(self) -> float:
         return statistics.median(self.rates) if self.rates else 0.0
+
+    @property
+    def spread(self) -> float | None:
+        """Fastest round over slowest (None with fewer than two rounds)."""
+        if len(self.rates) < 2 or min(self.rates) <= 0:
+            return None
+        return max(self.rates) / min(self.rates)
+
+    @property
+    def busy(self) -> float | None:
+        """Other processes' mean share of our CPUs while this row was timed."""
+        return statistics.fmean(self.others) if self.others else None
 
 
 def run_interleaved(
@@ -82,31 +98,41 @@ def run_interleaved(
                 label = "warm-up" if rnd < warmup else f"round {rnd - warmup + 1}/{rounds}"
                 progress(f"[{step}/{total}] {label}: {v.name}")
             try:
-                rate, rss = _timed(v)
+                rate, rss, others = _timed(v)
             except Exception as exc:  # a broken variant must not sink the others
                 res.error = f"{type(exc).__name__}: {exc}"[:300]
                 continue
             res.peak_rss_mb = max(res.peak_rss_mb, rss)
             if rnd >= warmup:
                 res.rates.append(rate)
+                if others is not None:
+                    res.others.append(others)
     return list(results.values())
 
 
-def _timed(v: Variant) -> tuple[float, float]:
+def _timed(v: Variant) -> tuple[float, float, float | None]:
+    """Items per second, peak RSS (MB) and other processes' share of the CPUs meanwhile."""
     if v.setup:
         with sigint_blocked():  # setup starts the variant's workers
             v.setup()
     sampler = _RssSampler()
     sampler.start()
     try:
+        before = busy.snapshot(children=_children())
         t0 = time.perf_counter()
         n = v.run()
         dt = time.perf_counter() - t0
+        others = busy.others_share(before, busy.snapshot(children=_children()), dt)
     finally:
         peak = sampler.stop()
         if v.teardown:
             v.teardown()
-    return (n / dt if dt > 0 else 0.0), peak
+    return (n / dt if dt > 0 else 0.0), peak, others
+
+
+def _children() -> list[int]:
+    me = os.getpid()
+    return [p for p in _descendants(me) if p != me]
 
 
 @contextlib.contextmanager

@@ -37,6 +37,7 @@ class Settings:
     groups: tuple[str, ...] = ("train", "eval", "read", "convert")
     convert: Convert | None = None
     scratch: str = ""
+    pass_images: int = 0  # a timed pipeline pass reads whole epochs until it has read this many
 
 
 def drain(loader) -> int:
@@ -46,13 +47,16 @@ def drain(loader) -> int:
     return n
 
 
-def steady(make: Callable[[], object]) -> dict[str, Callable[[], object]]:
-    """``run``/``setup``/``teardown`` for a Variant that times one steady-state epoch.
+def steady(make: Callable[[], object], min_items: int = 0) -> dict[str, Callable[[], object]]:
+    """``run``/``setup``/``teardown`` for a Variant that times steady-state epochs.
 
     ``setup`` (untimed) builds the loader with persistent workers and pulls
-    one batch, so worker start-up is paid outside the timed epoch, as it is
+    one batch, so worker start-up is paid outside the timed pass, as it is
     amortised over a long training run; ``teardown`` shuts the workers down,
-    so only one variant's processes are alive at a time.
+    so only one variant's processes are alive at a time. ``run`` reads whole
+    epochs until it has ``min_items``: on a small set one epoch is a fraction
+    of a second, where scheduling noise and the pipeline's fill and drain
+    weigh more than in training, and two runs' ratios disagree more.
     """
     held: list[object] = []
 
@@ -62,7 +66,10 @@ def steady(make: Callable[[], object]) -> dict[str, Callable[[], object]]:
         held.append(loader)
 
     def run() -> int:
-        return drain(held[0])
+        n = drain(held[0])
+        while 0 < n < min_items:
+            n += drain(held[0])
+        return n
 
     def teardown() -> None:
         loader = held.pop()
@@ -93,7 +100,6 @@ def build(s: Settings) -> list[Variant]:
 
 def _pipelines(s: Settings, *, train: bool) -> list[Variant]:
     from .. import ImageFolder, Workers, make_loader, open_dataset
-    from ..decode.native import crop_decoder
     from ..loading import fast_collate
     from ..transforms import Compose, RandomHorizontalFlip, RandomResizedCrop, ResizedCenterCrop
 
@@ -106,53 +112,75 @@ def _pipelines(s: Settings, *, train: bool) -> list[Variant]:
     def torch_loader(ds, collate):
         return steady(lambda: torch.utils.data.DataLoader(
             ds, batch_size=s.batch_size, shuffle=train, num_workers=s.workers, collate_fn=collate, drop_last=False,
-            persistent_workers=s.workers > 0))
+            persistent_workers=s.workers > 0), s.pass_images)
 
-    def fast(ds, kind="processes"):
-        return steady(lambda: make_loader(ds, s.batch_size, train=train, workers=Workers(s.workers, kind=kind),
-                                             seed=s.seed, rank=0, world_size=1))
-
-    # Decode-aware rows use the workers the README recommends for them: threads
-    # when the compiled crop decoder (which releases the GIL) is in use.
-    kind = "threads" if crop_decoder() == "compiled" else "processes"
-    how = f"worker {kind}"
+    def fast(ds, workers=None):
+        # the defaults a user gets: make_loader(ds, batch_size, workers=N), no kind (auto)
+        return steady(lambda: make_loader(ds, s.batch_size, train=train, workers=workers or s.workers,
+                                             seed=s.seed, rank=0, world_size=1), s.pass_images)
 
     def aware():
         return Compose([RandomResizedCrop(224), RandomHorizontalFlip()]) if train else ResizedCenterCrop(256, 224)
 
+    def defaults(ds) -> tuple[Workers, str]:
+        chosen, _ = Workers.of(s.workers).resolve(ds, "sample")
+        kind = chosen.kind if chosen.count() else "main process"
+        return chosen, f"defaults: make_loader(ds, {s.batch_size}, workers={s.workers}) -> {kind}"
+
+    folder_aware = ImageFolder(s.src, transform=aware())
     rows = [
         Variant(base, group, **torch_loader(baselines.folder_dataset(s.src, pil(False)), fast_collate), note=note),
         Variant("pytorch/examples recipe: + ToTensor+Normalize", group,
                 **torch_loader(baselines.folder_dataset(s.src, pil(True)), None), baseline=base, note=note),
         Variant("fastdata ImageFolder, same PIL transforms", group, **fast(ImageFolder(s.src, transform=pil(False))), baseline=base),
-        Variant(decode_aware_row("ImageFolder"), group, **fast(ImageFolder(s.src, transform=aware()), kind),
-                baseline=base, note=how),
+        Variant(decode_aware_row("ImageFolder"), group, **fast(folder_aware), baseline=base, note=defaults(folder_aware)[1]),
     ]
     for fmt, path in s.shards.items():
         rows.append(Variant(f"fastdata {fmt}, same PIL transforms", group, **fast(open_dataset(path, transform=pil(False))), baseline=base))
-        rows.append(Variant(decode_aware_row(fmt), group, **fast(open_dataset(path, transform=aware()), kind),
-                            baseline=base, note=how))
-    if kind == "threads" and s.shards:  # what threads gain: the first format with worker processes
+        ds = open_dataset(path, transform=aware())
+        rows.append(Variant(decode_aware_row(fmt), group, **fast(ds), baseline=base, note=defaults(ds)[1]))
+    if s.shards:  # the other kind of workers beside the defaults' choice, on the first format
         fmt, path = next(iter(s.shards.items()))
-        rows.append(Variant(f"{decode_aware_row(fmt)}, worker processes", group,
-                            **fast(open_dataset(path, transform=aware())), baseline=base))
+        chosen, _ = defaults(open_dataset(path, transform=aware()))
+        if chosen.count():
+            other = "processes" if chosen.kind == "threads" else "threads"
+            rows.append(Variant(f"{decode_aware_row(fmt)}, worker {other}", group,
+                                **fast(open_dataset(path, transform=aware()), Workers(s.workers, kind=other)),
+                                baseline=base, note=f"Workers({s.workers}, kind={other!r})"))
     if train:  # the decode-limit target: one source is enough (the first format, else the folder)
         source, path = next(iter(s.shards.items()), ("ImageFolder", ""))
+        chosen, _ = defaults(open_dataset(path, transform=aware()) if path else folder_aware)
         full = baselines.FullDecode()
         ds = open_dataset(path, transform=full) if path else ImageFolder(s.src, transform=full)
-        rows.append(Variant(decode_limit_row(source), group, **fast(ds, kind), baseline=base,
-                            note=f"the same loader ({how}) decoding whole images and nothing else"))
-    if s.dali and _has_dali():
+        rows.append(Variant(decode_limit_row(source), group, **fast(ds, chosen), baseline=base,
+                            note=f"the same loader (worker {chosen.kind}) decoding whole images and nothing else"))
+    if s.dali and has_dali():
         from ..dali import DALILoader
 
         for fmt, path in s.shards.items():
             run = steady(lambda path=path: DALILoader(path, s.batch_size, train=train, device="cpu", device_id=None,
-                                                         num_threads=s.workers, seed=s.seed))
+                                                         num_threads=s.workers, seed=s.seed), s.pass_images)
             rows.append(Variant(f"DALI CPU {fmt}", group, **run, baseline=base))
     return rows
 
 
-def _has_dali() -> bool:
+def missing_peers(s: Settings) -> dict[str, str]:
+    """The peers this run cannot time, each with what adds it (or why it is left out)."""
+    out = {}
+    if not baselines.has_torchvision() and ("train" in s.groups or "eval" in s.groups):
+        out["torchvision"] = ("not installed: the baselines are PIL stand-ins doing the same work; "
+                              "pip install torchvision (the build matching your torch) for the real ones")
+    if ("train" in s.groups or "eval" in s.groups) and s.shards:
+        if not s.dali:
+            out["DALI"] = "left out (--no-dali)"
+        elif not has_dali():
+            out["DALI"] = "not installed: pip install 'fastdata[dali]' adds it (NVIDIA DALI; its CPU pipeline needs no GPU)"
+    if "read" in s.groups and not _has_tfrecord_package():
+        out["tfrecord package"] = "not installed: pip install tfrecord (in fastdata's test extra) adds its reader row"
+    return out
+
+
+def has_dali() -> bool:
     try:
         import nvidia.dali  # noqa: F401
     except ImportError:

@@ -5,8 +5,9 @@ and :class:`FormatDataset` over the shards of any registered format.
 Streaming (``IterableDataset``, exactly once per epoch across ranks and
 workers): :class:`FormatStream`. The per-format names (:class:`RecordIODataset`,
 :class:`TFRecordDataset`, :class:`LMDBDataset`, :class:`RecordIOStream`,
-:class:`TFRecordStream`) are the generic classes with the format fixed; the
-format registry lists them. :func:`open_dataset` picks the class for a path.
+:class:`TFRecordStream`) are the generic classes with the format fixed,
+written out in :mod:`fastdata.datasets.named`; the format registry lists
+them. :func:`open_dataset` picks the class for a path.
 
 Names resolve lazily (PEP 562): importing this package imports no format.
 """
@@ -14,9 +15,16 @@ Names resolve lazily (PEP 562): importing this package imports no format.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..formats import registry
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time names resolve lazily below
+    from .folder import IMG_EXTENSIONS, ImageFolder, find_classes
+    from .iterable import FormatStream
+    from .named import LMDBDataset, RecordIODataset, RecordIOStream, TFRecordDataset, TFRecordStream
+    from .open import open_dataset
+    from .shards import FormatDataset
 
 # public name -> module that defines it; the per-format names come from the registry
 _LAZY = {

@@ -8,7 +8,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..formats import MANIFEST_NAME, Detected, detect
 from ..remote import hooks as remote_hooks
-from .sources import PathArg, first_path
+from .sources import PathArg, first_path, refuse_split_root
 
 
 def open_dataset(path: PathArg, *, streaming: bool = False, **kwargs: Any) -> Any:
@@ -30,8 +30,9 @@ def open_dataset(path: PathArg, *, streaming: bool = False, **kwargs: Any) -> An
         **kwargs: passed to the class (``transform``, ``decode``, ``on_error``...).
 
     Raises:
-        ConfigError: nothing recognisable at ``path``, or ``streaming`` for
-            an image folder.
+        ConfigError: nothing recognisable at ``path``, ``streaming`` for
+            an image folder, or a converter's output with splits (it names
+            ``out/train`` and ``out/val``, the datasets to open).
         ManifestError: an unreadable ``manifest.json``.
     """
     from .shards import public_class
@@ -54,6 +55,7 @@ def _detect(path: PathArg) -> Detected | None:
     file for a glob or list); None for an image folder."""
     first = first_path(path)
     if first.is_dir() and not (first / MANIFEST_NAME).exists():
+        refuse_split_root(first)
         try:
             return detect(first)
         except ConfigError as exc:

@@ -7,8 +7,9 @@ Samples are ``(image, target)``; see :mod:`fastdata.datasets.imaging` for what
 ``image`` is and :mod:`fastdata.datasets.policy` for ``on_error``.
 
 The per-format names (``RecordIODataset``, ``TFRecordDataset``,
-``LMDBDataset``) are thin aliases made from the format registry: the generic
-class with the format fixed and the format's options as keywords.
+``LMDBDataset``) are the generic class with the format fixed and the format's
+options as keywords, written out in :mod:`fastdata.datasets.named`; a format
+added to the registry without one there gets a thin alias made here.
 """
 
 from __future__ import annotations
@@ -192,8 +193,11 @@ def per_format(name: str, kind: str, base: type) -> type:
     found = registry.public_names().get(name)
     if found is None or found[1] != kind:
         raise AttributeError(name)
-    if name not in _ALIASES:
-        _ALIASES[name] = alias(base, name, found[0])
+    if name not in _ALIASES:  # the class written out in .named; a thin alias for a format added without one
+        from . import named
+
+        written = getattr(named, name, None)
+        _ALIASES[name] = written if written is not None else alias(base, name, found[0])
     return _ALIASES[name]
 
 

@@ -29,8 +29,8 @@ def resolve(path: PathArg, format_name: str, *, dir_is_shard: bool = False) -> t
             (an LMDB environment).
 
     Raises:
-        ConfigError: a missing path, an empty glob or list, or a directory of
-            another format.
+        ConfigError: a missing path, an empty glob or list, a directory of
+            another format, or a converter's output with splits.
         ManifestError: a directory that is neither converted nor a shard.
     """
     if not isinstance(path, (str, os.PathLike)):
@@ -48,6 +48,8 @@ def resolve(path: PathArg, format_name: str, *, dir_is_shard: bool = False) -> t
         return paths, None
     _must_exist(text)
     if os.path.isdir(text) and not (dir_is_shard and not os.path.exists(os.path.join(text, MANIFEST_NAME))):
+        if not os.path.exists(os.path.join(text, MANIFEST_NAME)):
+            refuse_split_root(Path(text))
         manifest = Manifest.read(text)
         if manifest.format != format_name:
             raise ConfigError(
@@ -56,6 +58,21 @@ def resolve(path: PathArg, format_name: str, *, dir_is_shard: bool = False) -> t
             )
         return [os.path.join(text, s.file) for s in manifest.shards], manifest
     return [text], None
+
+
+def refuse_split_root(directory: Path) -> None:
+    """A converter's output with splits (``--val-fraction``: ``OUT/train``,
+    ``OUT/val``, each a dataset) is not one dataset: say which to open.
+
+    Raises:
+        ConfigError: ``directory`` has no manifest but sub-directories that do.
+    """
+    splits = sorted(child.name for child in directory.iterdir() if (child / MANIFEST_NAME).is_file())
+    if splits:
+        choices = " or ".join(os.path.join(os.fspath(directory), name) for name in splits)
+        raise ConfigError(
+            f"{directory} holds fastdata datasets for the splits {', '.join(splits)}, not one dataset: open {choices}"
+        )
 
 
 def _must_exist(path: str) -> None:

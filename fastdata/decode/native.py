@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DecodeError, MissingDependencyError
+from . import build_status
 from .decoder import DEFAULT_MAX_PIXELS, _check_pixels, _stored_box, jpeg_scale, scaled_region
 from .info import ImageInfo, is_jpeg
 from .orientation import box_to_stored, box_to_upright
@@ -43,18 +44,13 @@ from .scaling import snap_box
 
 try:
     _cropdecode: Any = importlib.import_module(f"{__package__}._cropdecode")
-    _IMPORT_ERROR = ""
-except ModuleNotFoundError:  # not built: no compiler or no libjpeg headers at install time
-    _cropdecode, _IMPORT_ERROR = None, "the install found no C compiler or no libjpeg headers"
-except ImportError as exc:  # built, but e.g. libjpeg.so is gone
-    _cropdecode, _IMPORT_ERROR = None, f"it does not load: {exc}"
+    _IMPORT_ERROR, _FIX = "", build_status.INSTALL_HINT
+except ImportError as exc:  # not built (no compiler, no headers, a source tree shadowing the install) or not loadable
+    _cropdecode = None
+    _IMPORT_ERROR, _FIX = build_status.import_failure(exc)
 
 ENV = "FASTDATA_NATIVE"
-HINT = (
-    "install the libjpeg headers and a C compiler (Debian/Ubuntu: apt-get install libjpeg-dev; "
-    "Fedora: dnf install libjpeg-turbo-devel; macOS: brew install jpeg-turbo), then reinstall fastdata "
-    "(pip install --force-reinstall --no-deps fastdata, or pip install -e . in a checkout)"
-)
+HINT = build_status.INSTALL_HINT
 
 _log = logging.getLogger("fastdata.decode")
 _disabled = os.environ.get(ENV, "").strip().lower() in ("0", "false", "no", "off")
@@ -69,11 +65,20 @@ def native_status() -> str:
     """One line: which crop-decode path the decode-aware transforms use with
     ``backend="auto"``, and how to get the compiled one when it is missing."""
     if _cropdecode is None:
-        return f"pure Python (no compiled crop decoder: {_IMPORT_ERROR}); for the fast path, {HINT}"
+        return f"pure Python (no compiled crop decoder: {_IMPORT_ERROR}); for the fast path, {_FIX}"
     where = f"compiled: fastdata.decode._cropdecode over {_cropdecode.LIBRARY} (libjpeg API {_cropdecode.JPEG_LIB_VERSION})"
     if _disabled:
         return f"pure Python ({ENV}=0 is set; {where} is built)"
     return where
+
+
+def note_pure_path() -> None:
+    """Log once per process tree that decode-aware transforms take the pure
+    path because the extension is missing (not when ``FASTDATA_NATIVE=0``
+    chose it): called by the first such sample, and by ``make_loader``
+    before it starts workers, so that they inherit the silence."""
+    if _cropdecode is None:
+        build_status.note_pure_path(lambda: f"{_IMPORT_ERROR}; for the fast path, {_FIX}")
 
 
 def crop_decoder(backend: str = "auto") -> str:
@@ -92,7 +97,7 @@ def wants_native(backend: str) -> bool:
         return _cropdecode is not None and not _disabled
     if backend == "native":
         if _cropdecode is None:
-            raise MissingDependencyError(f"backend='native' needs the compiled crop decoder ({_IMPORT_ERROR}); {HINT}")
+            raise MissingDependencyError(f"backend='native' needs the compiled crop decoder ({_IMPORT_ERROR}); {_FIX}")
         return True
     return False
 
@@ -146,7 +151,7 @@ def add_restarts(data: bytes, *, chunks: int = RESTART_CHUNKS, optimize: bool = 
         MissingDependencyError: the compiled extension is not built.
     """
     if _cropdecode is None:
-        raise MissingDependencyError(f"restart markers need the compiled crop decoder ({_IMPORT_ERROR}); {HINT}")
+        raise MissingDependencyError(f"restart markers need the compiled crop decoder ({_IMPORT_ERROR}); {_FIX}")
     if not is_jpeg(data):
         return None
     out = _cropdecode.add_restarts(data, chunks, optimize)

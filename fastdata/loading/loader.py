@@ -31,10 +31,11 @@ class Loader:
     """
 
     def __init__(self, dataloader: DataLoader | ThreadedBatches, order: ShardedSampler | StreamFeed, seeder: WorkerSeeder,
-                 prefetcher: CUDAPrefetcher | None, *, dataset: Any, seeding: Seeding) -> None:
+                 prefetcher: CUDAPrefetcher | None, *, dataset: Any, seeding: Seeding, workers: str = "") -> None:
         # order: the sampler of a map-style dataset, or the feed of a stream; same interface
         self.dataloader, self.order, self.prefetcher = dataloader, order, prefetcher
         self.dataset, self.seeding, self._seeder = dataset, seeding, seeder
+        self.workers = workers  # what the workers are and why ("2 threads (auto: ...)")
         self._epoch, self._consumed, self._running = 0, 0, False
         self._token: object | None = None
         self._active: Iterator[Any] | None = None
@@ -159,6 +160,12 @@ class Loader:
         if self.prefetcher is not None:
             self.prefetcher.close()
         self._stop_persistent_workers()
+
+    def __repr__(self) -> str:
+        return (
+            f"Loader({type(self.dataset).__name__}, batch_size={self.batch_size}, batches={len(self)}, "
+            f"rank={self.rank}/{self.world_size}, workers={self.workers or '?'})"
+        )
 
     def __enter__(self) -> Loader:
         return self

@@ -18,7 +18,7 @@ from .keyed import KeyedDataset
 from .loader import Loader
 from .sampler import ShardedSampler
 from .seeding import WorkerSeeder
-from .settings import Prefetch, Workers
+from .settings import Prefetch, Workers, with_dataloader_keywords
 from .streamed import StreamFeed, is_stream
 from .threaded import ThreadedBatches
 
@@ -65,6 +65,11 @@ def make_loader(
     drop_last: bool | None = None,
     distributed: Distributed | None = None,
     decode: Any = "cpu",
+    num_workers: int | None = None,
+    pin_memory: bool | None = None,
+    persistent_workers: bool | None = None,
+    prefetch_factor: int | None = None,
+    multiprocessing_context: Any = None,
 ) -> Loader:
     """A resumable, seeded, rank-sharded loader of ``(images, targets)`` batches.
 
@@ -84,7 +89,7 @@ def make_loader(
             group's (a stream's own place when it was given one), else one
             rank. Refuses training set-ups whose ranks would read the same
             data (see :func:`fastdata.order.resolve_place`).
-        workers: :class:`Workers` (count, processes or threads,
+        workers: :class:`Workers` (count, threads or processes or "auto",
             persistence, prefetch factor, start method, pinning), or an int
             worker count.
         prefetch: :class:`Prefetch` to copy and normalise batches on a device
@@ -101,7 +106,14 @@ def make_loader(
         decode: ``"cpu"`` (workers decode and augment), ``"cuda"`` (workers
             read bytes and draw the crops; the GPU decodes, crops and
             normalises each batch: :mod:`fastdata.gpu`), ``"auto"`` (cuda
-            when it can) or :class:`fastdata.gpu.GPUDecode` settings.
+            when it can) or :class:`fastdata.gpu.GPUDecode` settings. With
+            a GPU decode, ``kind="auto"`` workers are processes: they only
+            parse headers and draw crops, which holds the GIL.
+        num_workers, pin_memory, persistent_workers, prefetch_factor, multiprocessing_context:
+            torch DataLoader's spellings, taken as they are for code moving
+            from a DataLoader: they set the same-named :class:`Workers`
+            fields (``num``, ``pin_memory``, ``persistent``,
+            ``prefetch_factor``, ``context``) on ``workers``.
 
     Raises:
         ConfigError: bad arguments, a distributed set-up that would repeat
@@ -111,18 +123,22 @@ def make_loader(
         raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
     if seeding not in ("sample", "worker"):
         raise ConfigError(f"seeding must be 'sample' or 'worker', got {seeding!r}")
-    settings = Workers.of(workers)
+    settings = with_dataloader_keywords(workers, {
+        "num_workers": num_workers, "pin_memory": pin_memory, "persistent_workers": persistent_workers,
+        "prefetch_factor": prefetch_factor, "multiprocessing_context": multiprocessing_context,
+    })
     place = _place(dataset, rank, world_size, distributed, train)
-    if seed is None:
-        seed = int(getattr(dataset, "seed", 0)) if is_stream(dataset) else 0
-    count, pinned = settings.count(), settings.pinned(prefetch)
-    if settings.threads:
-        _check_threads(dataset, seeding)
     route = None
     if decode != "cpu":
         from ..gpu.route import gpu_route  # imported here: fastdata.gpu builds on this package
 
         route = gpu_route(decode, dataset, prefetch=prefetch, collate_fn=collate_fn, seeding=seeding, rank=place.rank)
+    settings, described = settings.resolve(dataset, seeding, planning_only=route is not None)
+    if seed is None:
+        seed = int(getattr(dataset, "seed", 0)) if is_stream(dataset) else 0
+    count, pinned = settings.count(), settings.pinned(prefetch)
+    if settings.threads:
+        _check_threads(dataset, seeding)
     if is_stream(dataset):
         order = StreamFeed(dataset, seed=seed, place=place, train=train, batch_size=batch_size, seeding=seeding)
         data, sampler = order, None
@@ -165,4 +181,4 @@ def make_loader(
         prefetcher = route.stage(dataloader, prefetch)  # GPUBatches: decodes, crops and normalises
     else:
         prefetcher = prefetch.wrap(dataloader) if prefetch is not None else None
-    return Loader(dataloader, order, seeder, prefetcher, dataset=dataset, seeding=seeding)
+    return Loader(dataloader, order, seeder, prefetcher, dataset=dataset, seeding=seeding, workers=described)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import torch
@@ -12,7 +12,9 @@ import torch
 from ..errors import ConfigError
 from .prefetch import CUDAPrefetcher, per_channel
 
-__all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "Prefetch", "Workers", "unit_channels"]
+__all__ = [
+    "DATALOADER_KEYWORDS", "IMAGENET_MEAN", "IMAGENET_STD", "Prefetch", "Workers", "unit_channels", "with_dataloader_keywords",
+]
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -20,7 +22,7 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 library's one definition, used by ``Prefetch`` users and ``fastdata.dali``."""
 
 _CONTEXTS = (None, "fork", "spawn", "forkserver")
-_KINDS = ("processes", "threads")
+_KINDS = ("auto", "processes", "threads")
 
 
 def _default_count() -> int:
@@ -55,15 +57,19 @@ class Workers:
     Args:
         num: workers; ``None`` = CPUs per local rank, at most 8; 0 loads in
             the main process.
-        kind: ``"processes"`` (torch's DataLoader worker processes) or
-            ``"threads"``: threads of this process build whole batches
-            (:class:`~fastdata.loading.threaded.ThreadedBatches`). Threads
-            skip the per-batch shared memory and pickling of processes and
-            are faster when the transforms release the GIL, as fastdata's
+        kind: ``"auto"`` (the default), ``"processes"`` (torch's DataLoader
+            worker processes) or ``"threads"``: threads of this process build
+            whole batches (:class:`~fastdata.loading.threaded.ThreadedBatches`).
+            Threads skip the per-batch shared memory and pickling of processes
+            and are faster when the transforms release the GIL, as fastdata's
             decode-aware ones do with the compiled crop decoder
             (``fastdata.decode.native_status()``); Python-heavy transforms
-            want processes. Threads take map-style datasets and
-            ``seeding="sample"``, and never reseed the global
+            want processes. ``"auto"`` picks threads exactly then (a
+            map-style dataset whose ``transform`` is made only of fastdata
+            transforms, decode-aware, on the compiled decoder, with
+            ``seeding="sample"`` and no ``context``), else processes; the
+            loader's ``repr`` says which and why. Threads take map-style
+            datasets and ``seeding="sample"``, and never reseed the global
             ``random``/NumPy/torch streams.
         persistent: keep workers alive between epochs (when ``num > 0``).
         prefetch_factor: batches each worker loads ahead (torch's default 2).
@@ -78,7 +84,7 @@ class Workers:
     prefetch_factor: int | None = None
     context: str | None = None
     pin_memory: bool | Literal["auto"] = "auto"
-    kind: Literal["processes", "threads"] = "processes"
+    kind: Literal["auto", "processes", "threads"] = "auto"
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
@@ -103,8 +109,28 @@ class Workers:
 
     @property
     def threads(self) -> bool:
-        """Whether the workers are threads (and there are some)."""
+        """Whether the workers are threads (and there are some); ``"auto"``
+        is decided by :meth:`resolve`."""
         return self.kind == "threads" and self.count() > 0
+
+    def resolve(self, dataset: Any, seeding: str, *, planning_only: bool = False) -> tuple[Workers, str]:
+        """These settings with ``kind="auto"`` decided for ``dataset``, and
+        one line saying what the workers are and why (the loader's ``repr``).
+        ``planning_only``: the workers only read bytes and draw crops (a GPU
+        decode), Python work that holds the GIL, so "auto" means processes."""
+        n = self.count()
+        if n == 0:
+            return self, "0 (samples load in the main process)"
+        if self.kind != "auto":
+            return self, f"{n} {self.kind} (kind={self.kind!r})"
+        if planning_only:
+            return replace(self, kind="processes"), (
+                f"{n} processes (auto: the GPU decodes; workers parse headers and draw crops, which holds the GIL)"
+            )
+        from .autokind import choose_kind
+
+        kind, why = choose_kind(dataset, seeding=seeding, context=self.context)
+        return replace(self, kind=kind), f"{n} {kind} (auto: {why})"  # type: ignore[arg-type]
 
     def count(self) -> int:
         """The number of workers."""
@@ -126,6 +152,43 @@ class Workers:
             "prefetch_factor": self.prefetch_factor if n > 0 else None,
             "multiprocessing_context": self.context if n > 0 else None,
         }
+
+
+# torch DataLoader keyword -> the Workers field it sets (make_loader takes both spellings)
+DATALOADER_KEYWORDS = {
+    "num_workers": "num",
+    "pin_memory": "pin_memory",
+    "persistent_workers": "persistent",
+    "prefetch_factor": "prefetch_factor",
+    "multiprocessing_context": "context",
+}
+
+
+def with_dataloader_keywords(workers: Workers | int | None, keywords: dict[str, Any]) -> Workers:
+    """``workers`` as Workers, with the DataLoader keywords given to
+    ``make_loader`` (those not None) set on it: ``num_workers=2`` is
+    ``Workers(num=2)``, ``multiprocessing_context="spawn"`` is ``context="spawn"``...
+
+    Raises:
+        ConfigError: a keyword that ``workers=`` also sets differently.
+    """
+    given = {k: v for k, v in keywords.items() if v is not None}
+    base = Workers.of(workers)
+    if not given:
+        return base
+    if isinstance(workers, int) and "num_workers" in given and given["num_workers"] != workers:
+        raise ConfigError(f"workers={workers} and num_workers={given['num_workers']} disagree: pass one of them")
+    if isinstance(workers, Workers):
+        for key, value in given.items():
+            field = DATALOADER_KEYWORDS[key]
+            if getattr(workers, field) != getattr(Workers(), field) and getattr(workers, field) != value:
+                raise ConfigError(
+                    f"{key}={value!r} and workers=Workers({field}={getattr(workers, field)!r}) disagree: pass one of them"
+                )
+    context = given.get("multiprocessing_context")
+    if context is not None and not isinstance(context, str):  # a multiprocessing context object
+        given["multiprocessing_context"] = context.get_start_method()
+    return replace(base, **{DATALOADER_KEYWORDS[k]: v for k, v in given.items()})
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..decode import EncodedImage, ImageInfo, decode_region, decode_view, read_info
-from ..decode.native import decode_resized, wants_native
+from ..decode.native import decode_resized, note_pure_path, wants_native
 from ..decode.pillow_image import to_rgb_array
 from ..decode.scaling import snap_box
 from .resampling import hflip, resize
@@ -52,6 +52,8 @@ class Source:
             self.encoded = image
             self.info = read_info(image.data, name=image.name or None)
             self.height, self.width = self.info.height, self.info.width
+            if not self.native and backend == "auto":
+                note_pure_path()  # once: the extension is missing, and pip hid why
             return
         if isinstance(image, np.ndarray):
             self.array = _check_array(image)

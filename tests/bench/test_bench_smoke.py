@@ -26,16 +26,26 @@ def test_quick_bench_from_the_command_line(tmp_path):
     assert {g for g, _ in rows} == {"train", "eval", "read", "convert"}
     assert all(r["median"] > 0 for r in rows.values())
     assert rows[("train", "fastdata recordio, decode-aware")]["ratio_to_baseline"] > 0
-    from fastdata.decode.native import crop_decoder
+    from fastdata.decode.native import crop_decoder, native_status
 
-    # decode-aware rows run on the workers the README recommends for them; the other kind is shown beside
+    # decode-aware rows run the defaults (no kind: "auto"), and the other kind is shown beside them
     kind = "threads" if crop_decoder() == "compiled" else "processes"
-    assert rows[("train", "fastdata recordio, decode-aware")]["note"] == f"worker {kind}"
-    assert (("train", "fastdata recordio, decode-aware, worker processes") in rows) == (kind == "threads")
+    other = "processes" if kind == "threads" else "threads"
+    assert rows[("train", "fastdata recordio, decode-aware")]["note"] == f"defaults: make_loader(ds, 8, workers=1) -> {kind}"
+    assert ("train", f"fastdata recordio, decode-aware, worker {other}") in rows
     # restart-marked shards (the same pixels) are timed where the compiled decoder can use them
     assert (("train", "fastdata recordio --restart-markers, decode-aware") in rows) == (kind == "threads")
-    assert "targets (ratios from this run)" in proc.stdout
-    assert (out / "results.txt").read_text().startswith("group")
+    # the header names the decode path and the configuration the targets are judged on
+    head = proc.stdout.splitlines()[:3]
+    assert head[0] == f"crop decode: {native_status()}"
+    assert head[2].startswith("targets judged on: fastdata recordio, decode-aware (defaults: make_loader(ds, 8, workers=1)")
+    assert doc["settings"]["judged_configuration"] == head[2].split(": ", 1)[1]
+    assert {t["target"] for t in doc["settings"]["targets"]} == {"train_vs_torchvision", "train_vs_dali_cpu",
+                                                                 "eval_vs_torchvision", "decode_limit"}
+    assert doc["settings"]["missing_peers"]["DALI"] == "left out (--no-dali)"
+    assert "not timed: DALI: left out (--no-dali)" in proc.stdout
+    assert "targets (ratios from this run" in proc.stdout
+    assert (out / "results.txt").read_text().startswith("crop decode: ")
 
 
 def test_a_failing_variant_is_reported_and_the_others_go_on():
@@ -71,3 +81,21 @@ def test_the_main_job_without_the_tfrecord_package_has_no_failed_row(tmp_path):
     rows = json.loads((out / "results.json").read_text())["results"]
     assert rows and all(r["error"] is None for r in rows), [r["error"] for r in rows if r["error"]]
     assert not any("tfrecord package" in r["name"] for r in rows)
+
+
+def test_a_timed_pass_reads_whole_epochs_until_it_has_enough_images():
+    from fastdata.bench.suite import steady
+
+    epochs = []
+
+    class Loader:
+        def __iter__(self):
+            epochs.append(1)
+            return iter([([0] * 4, None)] * 3)  # 12 images an epoch
+
+    for minimum, want in ((0, 12), (12, 12), (13, 24), (30, 36)):
+        parts = steady(Loader, minimum)
+        parts["setup"]()
+        epochs.clear()
+        assert parts["run"]() == want and len(epochs) == want // 12
+        parts["teardown"]()

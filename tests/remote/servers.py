@@ -39,7 +39,12 @@ def wait_for_port(port: int, timeout: float) -> bool:
     return False
 
 
+HIDE_ENV = "FASTDATA_TEST_HIDE_SERVERS"  # comma-separated binaries to treat as absent (tests of the skip itself)
+
+
 def find_binary(name: str, *extra_dirs: str) -> str | None:
+    if name in os.environ.get(HIDE_ENV, "").split(","):
+        return None
     for directory in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable), *extra_dirs):
         candidate = os.path.join(directory, name)
         if os.access(candidate, os.X_OK):
