@@ -39,14 +39,20 @@ def run_bench(argv: list[str]) -> int:
         return EXIT_INTERRUPTED
 
 
-def bench_convert(src: str, out: str, fmt: str, workers: int, resize: int | None = None, restart_markers: bool = False) -> None:
-    """Convert ImageFolder ``src`` into ``out`` quietly (pass-through unless ``resize``;
-    ``restart_markers``: as ``fastdata convert --restart-markers``)."""
+def bench_convert(src: str, out: str, fmt: str, workers: int, resize: int | None = None,
+                  restart_markers: bool | None = None) -> None:
+    """Convert ImageFolder ``src`` into ``out`` quietly, as ``fastdata convert``
+    does by default (restart markers where the compiled decoder is built;
+    ``restart_markers=False`` is ``--passthrough``)."""
     # imported here: a bench run may end (or be interrupted) before its first conversion
     from .convert import ConvertRequest, convert
     from .pack import RunOptions
     from .plan import PlanOptions
 
+    if restart_markers is None:
+        from fastdata.decode import native_available
+
+        restart_markers = native_available()
     req = ConvertRequest(
         out=out,
         options=PlanOptions(format=fmt, resize=resize, restart_markers=restart_markers),

@@ -40,10 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resized", type=int, default=256, metavar="S",
                    help="also time RecordIO shards converted with --resize S (FFCV's lever: store smaller "
                         "images); 0 leaves them out (default: %(default)s)")
-    p.add_argument("--restart-markers", action=argparse.BooleanOptionalAction, default=True,
-                   help="also time RecordIO shards converted with --restart-markers (the same pixels; the compiled "
-                        "crop decoder then decodes only the restart segments a crop needs); needs the compiled "
-                        "decoder, else left out (default: on)")
+    p.add_argument("--passthrough", action=argparse.BooleanOptionalAction, default=True,
+                   help="also time RecordIO shards converted with --passthrough (JPEGs byte for byte, no restart "
+                        "markers) beside the default conversion; only where the compiled decoder makes restart "
+                        "markers the default (default: on)")
     p.add_argument("--images", type=int, default=240, help="size of the generated default set")
     p.add_argument("--quick", action="store_true", help="smoke run: tiny set, one round, no warm-up (seconds, not figures)")
     p.add_argument("--quiet", action="store_true")
@@ -147,14 +147,14 @@ def _source(args, convert, say) -> tuple[str | None, dict[str, str]]:
             convert(str(src), str(out), fmt, args.workers, **options)
         shards[name] = str(out)
 
-    for fmt in formats:
-        converted(fmt, fmt, fmt)
+    for fmt in formats:  # the default conversion: restart markers where the compiled decoder is built
+        converted(fmt, f"{fmt}-default-v2", fmt)
     if args.resized:
         converted(f"recordio --resize {args.resized}", f"recordio-resize{args.resized}", "recordio",
                   f" with --resize {args.resized}", resize=args.resized)
-    if args.restart_markers and native_available():
-        converted("recordio --restart-markers", "recordio-restart-markers", "recordio", " with --restart-markers",
-                  restart_markers=True)
+    if args.passthrough and native_available():
+        converted("recordio --passthrough", "recordio-passthrough", "recordio", " with --passthrough",
+                  restart_markers=False)
     return str(src), shards
 
 

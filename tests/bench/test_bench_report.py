@@ -65,7 +65,7 @@ def test_expected_dali_warnings_are_counted_not_printed(caplog):
 def test_a_bench_run_prints_no_dali_warning_lines(tmp_path):
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
     cmd = [sys.executable, "-m", "fastdata.converters.cli", "bench", "--quick", "--groups", "train", "--formats", "recordio",
-           "--resized", "0", "--no-restart-markers", "--workers", "1", "--out", str(tmp_path / "out")]
+           "--resized", "0", "--no-passthrough", "--workers", "1", "--out", str(tmp_path / "out")]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "WARNING:root:DALI" not in proc.stderr, proc.stderr[-3000:]
@@ -139,11 +139,11 @@ def test_headline_checks_the_targets_of_the_one_table():
 
 
 def test_targets_are_judged_on_the_defaults_row_whatever_row_is_fastest():
-    # shards stored smaller (--resize), restart-marked extras, the image folder, the other kind of
+    # shards stored smaller (--resize), byte-for-byte extras, the image folder, the other kind of
     # workers: faster here, but the target is the fixed row the defaults give
     tv = "apex recipe: ImageFolder+PIL, uint8 collate"
     extras = [_row("fastdata recordio --resize 256, decode-aware", "train", [3000], tv),
-              _row("fastdata recordio --restart-markers, decode-aware", "train", [1300], tv),
+              _row("fastdata recordio --passthrough, decode-aware", "train", [1300], tv),
               _row("fastdata ImageFolder, decode-aware", "train", [1250], tv),
               _row("fastdata recordio, decode-aware, worker processes", "train", [1400], tv),
               _row("fastdata ImageFolder, decode-aware", "eval", [2000], "torchvision recipe: ImageFolder+PIL, uint8 collate")]
