@@ -27,6 +27,8 @@ import torch
 from torch.utils.data import BatchSampler, Sampler
 from torch.utils.data._utils.pin_memory import pin_memory
 
+from .batched import BatchBuilder
+
 __all__ = ["ThreadedBatches"]
 
 
@@ -43,11 +45,13 @@ class ThreadedBatches:
 
     def __init__(self, dataset: Any, *, batch_size: int, sampler: Sampler, collate_fn: Callable[[list[Any]], Any],
                  drop_last: bool, threads: int, prefetch_factor: int = 2, persistent: bool = True,
-                 pin: bool = False) -> None:
+                 pin: bool = False, batch_path: bool = True) -> None:
         self.dataset, self.sampler, self.collate_fn = dataset, sampler, collate_fn
         self.batch_size, self.drop_last = int(batch_size), bool(drop_last)
         self.threads, self.prefetch_factor, self.persistent = int(threads), int(prefetch_factor), bool(persistent)
         self.pin = bool(pin) and torch.cuda.is_available()
+        self.batch_path = bool(batch_path)
+        self._batcher = BatchBuilder.of(dataset, collate_fn)
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
@@ -65,7 +69,10 @@ class ThreadedBatches:
             return self._pool
 
     def _build(self, keys: list[Any]) -> Any:
-        batch = self.collate_fn([self.dataset[key] for key in keys])
+        if self.batch_path and self._batcher is not None:
+            batch = self._batcher(keys)
+        else:
+            batch = self.collate_fn([self.dataset[key] for key in keys])
         return pin_memory(batch) if self.pin else batch
 
     def __iter__(self) -> Iterator[Any]:

@@ -1,0 +1,180 @@
+"""Where the threaded training pipeline's time goes, and what the batch path takes back.
+
+Interleaved rounds over one RecordIO dataset converted twice (plain and with
+``--restart-markers``), RandomResizedCrop(224) + flip, batch 32, 2 threads:
+
+* ``full decode x2``: two processes running simplejpeg's full decode over the
+  same bytes in memory: the issue's "2 cores' full decode" (1.0 by definition);
+* ``per-sample``: ``make_loader(ds, 32, workers=Workers(num=2, kind="threads"),
+  batch_path=False)``, each sample through ``ds[key]`` then ``fast_collate``;
+* ``batch path``: the same loader with the batch path (one C call per batch
+  that decodes every sample into its slot, the GIL released);
+* ``C only``: 2 threads calling the compiled crop decoder on boxes planned
+  beforehand, no Python per sample: the ceiling for this decoder.
+
+Run ``python benchmarks/pipeline_threads.py SRC_FOLDER --rounds 5`` (SRC: an
+ImageFolder, e.g. hymenoptera train replicated x4); it converts into
+``--work`` once. Writes JSON (``--json``) and prints a table of img/s and
+ratios to the full decode, with the machine's load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+BATCH, THREADS = 32, 2
+
+
+def convert(src: str, out: str, restart: bool) -> str:
+    if not os.path.exists(os.path.join(out, "manifest.json")):
+        cmd = [sys.executable, "-m", "fastdata.converters.cli", "convert", src, out, "--format", "recordio"]
+        subprocess.run(cmd + (["--restart-markers"] if restart else []), check=True, capture_output=True)
+    return out
+
+
+def records(path: str) -> list[bytes]:
+    from fastdata.datasets import open_dataset
+
+    ds = open_dataset(path, decode=False)
+    return [ds[i][0] for i in range(len(ds))]
+
+
+_FULL: list[bytes] = []
+
+
+def _decode_half(part: int) -> float:
+    import simplejpeg
+
+    t = time.perf_counter()
+    for data in _FULL[part::2]:
+        simplejpeg.decode_jpeg(data, colorspace="RGB")
+    return time.perf_counter() - t
+
+
+def full_decode(pool: Any) -> float:
+    t = time.perf_counter()
+    pool.map(_decode_half, [0, 1])
+    return len(_FULL) / (time.perf_counter() - t)
+
+
+def loader_pass(loader: Any) -> float:
+    n, t = 0, time.perf_counter()
+    for images, _ in loader:
+        n += len(images)
+    return n / (time.perf_counter() - t)
+
+
+def c_only(path: str) -> tuple[Any, float]:
+    """Two threads calling the compiled decoder on pre-planned boxes: what is left with no Python."""
+    from fastdata.datasets import open_dataset
+    from fastdata.decode import native, read_info
+    from fastdata.transforms.base import dct_min_size
+    from fastdata.transforms.crop import sample_resized_crop
+
+    ds = open_dataset(path, decode=False)
+    gen = np.random.default_rng(0)
+    plans = []
+    for i in range(len(ds)):
+        data = ds[i][0]
+        info = read_info(data)
+        box = sample_resized_crop(info.height, info.width, (0.08, 1.0), (3 / 4, 4 / 3), gen)
+        n, region, sub = native.plan(info, box, dct_min_size((224, 224)), True, "x")
+        plans.append((data, n, region, sub, info.orientation, bool(gen.random() < 0.5)))
+    out = np.empty((THREADS, 224, 224, 3), np.uint8)
+
+    def run(part: int) -> None:
+        for data, n, region, sub, o, flip in plans[part::THREADS]:
+            native._cropdecode.decode_resized(data, out[part], n, region, sub, o, flip, 0)
+
+    def timed() -> float:
+        threads = [threading.Thread(target=run, args=(k,)) for k in range(THREADS)]
+        t = time.perf_counter()
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        return len(plans) / (time.perf_counter() - t)
+
+    return timed, 0.0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("src", help="ImageFolder to convert (e.g. hymenoptera train x4)")
+    ap.add_argument("--work", default="/tmp/fastdata-pipeline-threads", help="where the two conversions are kept")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--json", default=None, help="write the results here")
+    args = ap.parse_args()
+
+    from fastdata.datasets import open_dataset
+    from fastdata.decode import native_status
+    from fastdata.loading import Workers, make_loader
+    from fastdata.transforms import Compose, RandomHorizontalFlip, RandomResizedCrop
+
+    plain = convert(args.src, os.path.join(args.work, "plain"), False)
+    rst = convert(args.src, os.path.join(args.work, "restart"), True)
+    _FULL.extend(records(plain))
+    pool = mp.get_context("fork").Pool(2)
+    pool.map(_decode_half, [0, 1])  # warm
+
+    def loader(path: str, batch_path: bool) -> Any:
+        tf = Compose([RandomResizedCrop(224), RandomHorizontalFlip()])
+        ds = open_dataset(path, transform=tf)
+        ld = make_loader(ds, BATCH, workers=Workers(num=THREADS, kind="threads"), train=True)
+        ld_batches = getattr(ld, "dataloader", None)
+        if hasattr(ld_batches, "batch_path"):
+            ld_batches.batch_path = batch_path
+        elif batch_path:
+            return None
+        return ld
+
+    variants: dict[str, Any] = {"full decode x2 (simplejpeg, processes)": lambda: full_decode(pool)}
+    for label, path in (("plain", plain), ("restart", rst)):
+        for bp in (False, True):
+            ld = loader(path, bp)
+            if ld is not None:
+                loader_pass(ld)  # warm: threads started, pages cached
+                variants[f"{label}: {'batch path' if bp else 'per-sample'}"] = (lambda ld=ld: loader_pass(ld))
+        timed, _ = c_only(path)
+        timed()
+        variants[f"{label}: C only, 2 threads"] = timed
+
+    results: dict[str, list[float]] = {k: [] for k in variants}
+    loads = []
+    for _ in range(args.rounds):
+        for name, fn in variants.items():
+            results[name].append(fn())
+        loads.append(os.getloadavg()[0])
+    pool.terminate()
+
+    base = statistics.median(results["full decode x2 (simplejpeg, processes)"])
+    print(f"{len(_FULL)} images, batch {BATCH}, {THREADS} threads, {args.rounds} rounds; crop decode: {native_status()}")
+    print(f"1-min load average after each round: {', '.join(f'{x:.2f}' for x in loads)} ({os.cpu_count()} CPUs)")
+    print(f"{'variant':44s} {'median img/s':>12s} {'min':>8s} {'max':>8s} {'vs full x2':>10s}")
+    for name, vals in results.items():
+        med = statistics.median(vals)
+        print(f"{name:44s} {med:12.0f} {min(vals):8.0f} {max(vals):8.0f} {med / base:10.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({
+                "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "python": platform.python_version(),
+                            "torch": torch.__version__, "crop_decode": native_status(), "load_after_rounds": loads},
+                "images": len(_FULL), "batch": BATCH, "threads": THREADS, "img_per_s": results,
+            }, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
