@@ -58,26 +58,26 @@ _FULL: list[bytes] = []
 def _decode_half(part: int) -> float:
     import simplejpeg
 
-    t = time.perf_counter()
+    cpu = time.process_time()
     for data in _FULL[part::2]:
         simplejpeg.decode_jpeg(data, colorspace="RGB")
-    return time.perf_counter() - t
+    return time.process_time() - cpu
 
 
-def full_decode(pool: Any) -> float:
+def full_decode(pool: Any) -> tuple[float, float]:
     t = time.perf_counter()
-    pool.map(_decode_half, [0, 1])
-    return len(_FULL) / (time.perf_counter() - t)
+    cpu = sum(pool.map(_decode_half, [0, 1]))
+    return len(_FULL) / (time.perf_counter() - t), cpu / len(_FULL)
 
 
-def loader_pass(loader: Any) -> float:
-    n, t = 0, time.perf_counter()
+def loader_pass(loader: Any) -> tuple[float, float]:
+    n, t, cpu = 0, time.perf_counter(), time.process_time()
     for images, _ in loader:
         n += len(images)
-    return n / (time.perf_counter() - t)
+    return n / (time.perf_counter() - t), (time.process_time() - cpu) / n
 
 
-def c_only(path: str) -> tuple[Any, float]:
+def c_only(path: str) -> Any:
     """Two threads calling the compiled decoder on pre-planned boxes: what is left with no Python."""
     from fastdata.datasets import open_dataset
     from fastdata.decode import native, read_info
@@ -99,16 +99,16 @@ def c_only(path: str) -> tuple[Any, float]:
         for data, n, region, sub, o, flip in plans[part::THREADS]:
             native._cropdecode.decode_resized(data, out[part], n, region, sub, o, flip, 0)
 
-    def timed() -> float:
+    def timed() -> tuple[float, float]:
         threads = [threading.Thread(target=run, args=(k,)) for k in range(THREADS)]
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         for th in threads:
             th.start()
         for th in threads:
             th.join()
-        return len(plans) / (time.perf_counter() - t)
+        return len(plans) / (time.perf_counter() - t), (time.process_time() - cpu) / len(plans)
 
-    return timed, 0.0
+    return timed
 
 
 def main() -> None:
@@ -148,31 +148,39 @@ def main() -> None:
             if ld is not None:
                 loader_pass(ld)  # warm: threads started, pages cached
                 variants[f"{label}: {'batch path' if bp else 'per-sample'}"] = (lambda ld=ld: loader_pass(ld))
-        timed, _ = c_only(path)
+        timed = c_only(path)
         timed()
         variants[f"{label}: C only, 2 threads"] = timed
 
     results: dict[str, list[float]] = {k: [] for k in variants}
+    cpu_us: dict[str, list[float]] = {k: [] for k in variants}
     loads = []
     for _ in range(args.rounds):
         for name, fn in variants.items():
-            results[name].append(fn())
+            rate, cpu = fn()
+            results[name].append(rate)
+            cpu_us[name].append(cpu * 1e6)
         loads.append(os.getloadavg()[0])
     pool.terminate()
 
-    base = statistics.median(results["full decode x2 (simplejpeg, processes)"])
+    full = "full decode x2 (simplejpeg, processes)"
+    base, base_cpu = statistics.median(results[full]), statistics.median(cpu_us[full])
     print(f"{len(_FULL)} images, batch {BATCH}, {THREADS} threads, {args.rounds} rounds; crop decode: {native_status()}")
     print(f"1-min load average after each round: {', '.join(f'{x:.2f}' for x in loads)} ({os.cpu_count()} CPUs)")
-    print(f"{'variant':44s} {'median img/s':>12s} {'min':>8s} {'max':>8s} {'vs full x2':>10s}")
+    print("img/s: wall clock; CPU: process CPU time per image (all threads), which a busy machine inflates less")
+    print(f"{'variant':44s} {'median img/s':>12s} {'min':>6s} {'max':>6s} {'vs full x2':>10s} "
+          f"{'CPU us/img':>10s} {'full/CPU':>8s}")
     for name, vals in results.items():
-        med = statistics.median(vals)
-        print(f"{name:44s} {med:12.0f} {min(vals):8.0f} {max(vals):8.0f} {med / base:10.2f}")
+        med, cpu = statistics.median(vals), statistics.median(cpu_us[name])
+        print(f"{name:44s} {med:12.0f} {min(vals):6.0f} {max(vals):6.0f} {med / base:10.2f} {cpu:10.0f} "
+              f"{base_cpu / cpu:8.2f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({
                 "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "python": platform.python_version(),
                             "torch": torch.__version__, "crop_decode": native_status(), "load_after_rounds": loads},
                 "images": len(_FULL), "batch": BATCH, "threads": THREADS, "img_per_s": results,
+                "cpu_us_per_img": cpu_us,
             }, f, indent=1)
 
 
