@@ -1,12 +1,14 @@
 """Where the threaded training pipeline's time goes, and what the batch path takes back.
 
 Interleaved rounds over one RecordIO dataset converted twice (plain and with
-``--restart-markers``), RandomResizedCrop(224) + flip, batch 32, 2 threads:
+``--restart-markers``), train (RandomResizedCrop(224) + flip) and eval
+(Resize(256) + CenterCrop(224)), batch 32, 2 threads:
 
 * ``full decode x2``: two processes running simplejpeg's full decode over the
   same bytes in memory: the issue's "2 cores' full decode" (1.0 by definition);
-* ``per-sample``: ``make_loader(ds, 32, workers=Workers(num=2, kind="threads"),
-  batch_path=False)``, each sample through ``ds[key]`` then ``fast_collate``;
+* ``per-sample``: ``make_loader(ds, 32, workers=Workers(num=2, kind="threads"))``
+  with ``loader.dataloader.batch_path = False``: each sample through
+  ``ds[key]``, then ``fast_collate``;
 * ``batch path``: the same loader with the batch path (one C call per batch
   that decodes every sample into its slot, the GIL released);
 * ``C only``: 2 threads calling the compiled crop decoder on boxes planned
@@ -122,7 +124,7 @@ def main() -> None:
     from fastdata.datasets import open_dataset
     from fastdata.decode import native_status
     from fastdata.loading import Workers, make_loader
-    from fastdata.transforms import Compose, RandomHorizontalFlip, RandomResizedCrop
+    from fastdata.transforms import CenterCrop, Compose, RandomHorizontalFlip, RandomResizedCrop, Resize
 
     plain = convert(args.src, os.path.join(args.work, "plain"), False)
     rst = convert(args.src, os.path.join(args.work, "restart"), True)
@@ -130,27 +132,27 @@ def main() -> None:
     pool = mp.get_context("fork").Pool(2)
     pool.map(_decode_half, [0, 1])  # warm
 
-    def loader(path: str, batch_path: bool) -> Any:
-        tf = Compose([RandomResizedCrop(224), RandomHorizontalFlip()])
-        ds = open_dataset(path, transform=tf)
-        ld = make_loader(ds, BATCH, workers=Workers(num=THREADS, kind="threads"), train=True)
-        ld_batches = getattr(ld, "dataloader", None)
-        if hasattr(ld_batches, "batch_path"):
-            ld_batches.batch_path = batch_path
-        elif batch_path:
-            return None
+    def loader(path: str, train: bool, batch_path: bool) -> Any:
+        tf = Compose([RandomResizedCrop(224), RandomHorizontalFlip()] if train else [Resize(256), CenterCrop(224)])
+        ld = make_loader(open_dataset(path, transform=tf), BATCH, workers=Workers(num=THREADS, kind="threads"),
+                         train=train)
+        if not hasattr(ld.dataloader, "batch_path"):  # a checkout without the batch path
+            return None if batch_path else ld
+        ld.dataloader.batch_path = batch_path
         return ld
 
-    variants: dict[str, Any] = {"full decode x2 (simplejpeg, processes)": lambda: full_decode(pool)}
+    full = "full decode x2 (simplejpeg, processes)"
+    variants: dict[str, Any] = {full: lambda: full_decode(pool)}
     for label, path in (("plain", plain), ("restart", rst)):
-        for bp in (False, True):
-            ld = loader(path, bp)
-            if ld is not None:
-                loader_pass(ld)  # warm: threads started, pages cached
-                variants[f"{label}: {'batch path' if bp else 'per-sample'}"] = (lambda ld=ld: loader_pass(ld))
+        for group, train in (("train", True), ("eval", False)):
+            for bp in (False, True):
+                ld = loader(path, train, bp)
+                if ld is not None:
+                    loader_pass(ld)  # warm: threads started, pages cached
+                    variants[f"{label} {group}: {'batch path' if bp else 'per-sample'}"] = (lambda ld=ld: loader_pass(ld))
         timed = c_only(path)
         timed()
-        variants[f"{label}: C only, 2 threads"] = timed
+        variants[f"{label} train: C only, 2 threads"] = timed
 
     results: dict[str, list[float]] = {k: [] for k in variants}
     cpu_us: dict[str, list[float]] = {k: [] for k in variants}
@@ -163,24 +165,35 @@ def main() -> None:
         loads.append(os.getloadavg()[0])
     pool.terminate()
 
-    full = "full decode x2 (simplejpeg, processes)"
-    base, base_cpu = statistics.median(results[full]), statistics.median(cpu_us[full])
+    def paired(a: str, b: str) -> float:
+        """Median over rounds of a / b, each round's pair timed back to back."""
+        return statistics.median(x / y for x, y in zip(results[a], results[b]))
+
     print(f"{len(_FULL)} images, batch {BATCH}, {THREADS} threads, {args.rounds} rounds; crop decode: {native_status()}")
     print(f"1-min load average after each round: {', '.join(f'{x:.2f}' for x in loads)} ({os.cpu_count()} CPUs)")
-    print("img/s: wall clock; CPU: process CPU time per image (all threads), which a busy machine inflates less")
-    print(f"{'variant':44s} {'median img/s':>12s} {'min':>6s} {'max':>6s} {'vs full x2':>10s} "
-          f"{'CPU us/img':>10s} {'full/CPU':>8s}")
+    print("img/s: wall clock; vs full x2: median of the per-round ratios; CPU: process CPU time per image "
+          "(all threads; a busy machine inflates it less than img/s)")
+    print(f"{'variant':36s} {'median img/s':>12s} {'min':>6s} {'max':>6s} {'vs full x2':>10s} {'CPU us/img':>10s}")
+    table = {}
     for name, vals in results.items():
         med, cpu = statistics.median(vals), statistics.median(cpu_us[name])
-        print(f"{name:44s} {med:12.0f} {min(vals):6.0f} {max(vals):6.0f} {med / base:10.2f} {cpu:10.0f} "
-              f"{base_cpu / cpu:8.2f}")
+        table[name] = {"img_per_s": med, "vs_full_decode_x2": paired(name, full), "cpu_us_per_img": cpu}
+        print(f"{name:36s} {med:12.0f} {min(vals):6.0f} {max(vals):6.0f} {paired(name, full):10.2f} {cpu:10.0f}")
+    gains = {}
+    for name in results:
+        if name.endswith("batch path"):
+            other = name.replace("batch path", "per-sample")
+            gains[name.split(":")[0]] = {"img_per_s": paired(name, other),
+                                         "cpu": statistics.median(cpu_us[other]) / statistics.median(cpu_us[name])}
+    for group, g in gains.items():
+        print(f"batch path / per-sample, {group}: {g['img_per_s']:.2f}x img/s, {g['cpu']:.2f}x less CPU per image")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({
                 "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "python": platform.python_version(),
                             "torch": torch.__version__, "crop_decode": native_status(), "load_after_rounds": loads},
-                "images": len(_FULL), "batch": BATCH, "threads": THREADS, "img_per_s": results,
-                "cpu_us_per_img": cpu_us,
+                "images": len(_FULL), "batch": BATCH, "threads": THREADS, "table": table, "batch_vs_per_sample": gains,
+                "img_per_s": results, "cpu_us_per_img": cpu_us,
             }, f, indent=1)
 
 
