@@ -12,7 +12,9 @@ threads; 1.2x the images per second.
 Same contract as a DataLoader over the same sampler: each batch is
 ``collate_fn([dataset[key] for key in batch_keys])``, yielded in order; up
 to ``threads * prefetch_factor`` batches are built ahead. A sample's error
-is raised in the caller's thread with the sample's own traceback.
+is raised in the caller's thread with the sample's own traceback. Where
+that batch is made of fastdata's own pieces only, :mod:`.batched` builds
+the same batch with one C call for all its samples (``batch_path``).
 """
 
 from __future__ import annotations
@@ -40,7 +42,10 @@ class ThreadedBatches:
     ``len()``, ``dataset``, ``sampler``). With ``persistent`` the pool lives
     until :meth:`close`; otherwise each pass starts and stops its own. With
     ``pin`` (and CUDA) a batch that ``collate_fn`` did not put in pinned
-    memory is copied there, in the worker thread.
+    memory is copied there, in the worker thread. ``batch_path`` (default
+    on) lets :class:`~fastdata.loading.batched.BatchBuilder` build the
+    batches it covers; False keeps every sample on ``dataset[key]`` (the
+    same batches, for comparison).
     """
 
     def __init__(self, dataset: Any, *, batch_size: int, sampler: Sampler, collate_fn: Callable[[list[Any]], Any],
