@@ -22,6 +22,12 @@ from .native import _cropdecode, plan
 Request = tuple[int, tuple[int, int, int, int], tuple[float, float, float, float], int, bool]
 
 
+copy_into = getattr(_cropdecode, "copy_into", None)
+"""``copy_into(out_hwc, slot, image)``: an ``(H, W, 3)`` uint8 image (packed
+pixels) into slot ``slot`` of a batch given as for :func:`decode_batch`, the
+GIL released; None without the compiled decoder (or a build older than it)."""
+
+
 def batch_available() -> bool:
     """Whether the compiled decoder has the batch entry point (a build older than it has not)."""
     return _cropdecode is not None and hasattr(_cropdecode, "decode_batch")

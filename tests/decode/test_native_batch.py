@@ -86,3 +86,23 @@ def test_bad_arguments_are_refused(shared_data):
     bad_box = (request[0], request[1], (1e9, 0.0, 1.0, 1.0), request[3], request[4])
     [(position, status, _)] = decode_batch(out, [(0, datas[0], bad_box)])
     assert (position, status) == (0, native._cropdecode.STATUS_BADARG)
+
+
+@pytest.mark.parametrize("memory_format", [torch.contiguous_format, torch.channels_last], ids=["nchw", "nhwc"])
+def test_copy_into_puts_an_image_in_its_slot(memory_format):
+    from fastdata.decode.batch import copy_into
+
+    rng = np.random.default_rng(0)
+    big = rng.integers(0, 256, (40, 70, 3), dtype=np.uint8)
+    batch = torch.zeros((3, 3, 21, 37), dtype=torch.uint8).contiguous(memory_format=memory_format)
+    hwc = batch.permute(0, 2, 3, 1).numpy()
+    image = big[5:26, 9:46]  # rows strided, pixels packed
+    copy_into(hwc, 1, image)
+    assert np.array_equal(batch[1].permute(1, 2, 0).numpy(), image)
+    assert int(batch[0].sum()) == int(batch[2].sum()) == 0
+    with pytest.raises(IndexError, match="slot 3 is outside the batch of 3"):
+        copy_into(hwc, 3, image)
+    with pytest.raises(ValueError, match=r"image is 21x36 \(HxW\), the batch's slots 21x37"):
+        copy_into(hwc, 0, big[5:26, 9:45])
+    with pytest.raises(ValueError, match="packed pixels"):
+        copy_into(hwc, 0, big[5:26, 9:83:2])

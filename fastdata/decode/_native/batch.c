@@ -183,3 +183,53 @@ release_out:
     PyBuffer_Release(&out);
     return failed;
 }
+
+/* An HWC uint8 image, rows apart, pixels packed. */
+static int get_image(PyObject *obj, Py_buffer *view) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_RECORDS_RO) < 0) return -1;
+    if (view->ndim != 3 || view->shape[2] != 3 || view->itemsize != 1 || (view->format && strcmp(view->format, "B") != 0) ||
+        view->strides[2] != 1 || view->strides[1] != 3 || view->strides[0] < 3 * view->shape[1]) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError, "image must be an (H, W, 3) uint8 array with packed pixels (rows may be strided)");
+        return -1;
+    }
+    return 0;
+}
+
+PyObject *fd_py_copy_into(PyObject *self, PyObject *args) {
+    PyObject *out_obj, *image_obj;
+    Py_ssize_t slot;
+    Py_buffer out, image;
+    int planar;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OnO:copy_into", &out_obj, &slot, &image_obj)) return NULL;
+    if (get_batch(out_obj, &out, &planar) < 0) return NULL;
+    if (get_image(image_obj, &image) < 0) {
+        PyBuffer_Release(&out);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    if (slot < 0 || slot >= out.shape[0]) {
+        PyErr_Format(PyExc_IndexError, "slot %zd is outside the batch of %zd", slot, out.shape[0]);
+    } else if (image.shape[0] != out.shape[1] || image.shape[1] != out.shape[2]) {
+        PyErr_Format(PyExc_ValueError, "image is %zdx%zd (HxW), the batch's slots %zdx%zd", image.shape[0], image.shape[1],
+                     out.shape[1], out.shape[2]);
+    } else {
+        const Py_ssize_t *st = out.strides;
+        int h = (int)out.shape[1], w = (int)out.shape[2];
+        uint8_t *dst = (uint8_t *)out.buf + slot * st[0];
+        const uint8_t *src = (const uint8_t *)image.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (int y = 0; y < h; y++) {
+            const uint8_t *row = src + y * image.strides[0];
+            if (planar) to_planes(row, 1, w, dst + y * st[1], st[1], st[3]);
+            else memcpy(dst + y * st[1], row, (size_t)w * 3);
+        }
+        Py_END_ALLOW_THREADS
+        Py_INCREF(Py_None);
+        result = Py_None;
+    }
+    PyBuffer_Release(&image);
+    PyBuffer_Release(&out);
+    return result;
+}
