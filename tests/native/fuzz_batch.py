@@ -6,7 +6,8 @@ around fd_decode_resized, which tests/native/fuzz.py fuzzes on its own. So
 this builds the whole extension with the sanitizers into a temporary copy of
 the package, preloads their runtimes into a Python that is not instrumented,
 and sends mutated seed JPEGs (fuzz.py's seeds) through decode_batch in
-random batch layouts (NCHW, NHWC), output sizes, slots and malformed items.
+random batch layouts (NCHW, NHWC), output sizes, slots and malformed items,
+and strided images of right and wrong sizes through copy_into.
 Passes when the run exits cleanly with no sanitizer report.
 
     python tests/native/fuzz_batch.py [--batches 400] [--seed 1]
@@ -35,12 +36,12 @@ from pathlib import Path
 import numpy as np, torch
 sys.path.insert(0, sys.argv[1])
 from fastdata.decode import native, read_info
-from fastdata.decode.batch import batch_request, decode_batch
+from fastdata.decode.batch import batch_request, copy_into, decode_batch
 assert native.__file__.startswith(sys.argv[1]), native.__file__
 seeds = [Path(p).read_bytes() for p in sys.argv[4:]]
 seeds += [native.add_restarts(d) or d for d in seeds]
 rnd, batches = random.Random(int(sys.argv[2])), int(sys.argv[3])
-counts = {"ok": 0, "failed": 0, "refused": 0}
+counts = {"ok": 0, "failed": 0, "refused": 0, "copied": 0}
 for _ in range(batches):
     h, w = rnd.choice([(1, 1), (7, 300), (64, 64), (31, 17)])
     n = rnd.randint(1, 5)
@@ -64,6 +65,14 @@ for _ in range(batches):
         if rnd.random() < 0.05:
             req = (req[0], (req[1][0], req[1][1], req[1][2] + rnd.randint(-3, 3), req[1][3]), req[2], req[3], req[4])
         items.append((slot, bytes(b), req))
+    big = np.empty((h + 9, w + 9, 3), np.uint8)
+    t, l = rnd.randint(0, 9), rnd.randint(0, 9)
+    image = big[t : t + h + rnd.choice([0, 0, 0, -1, 1]), l : l + w + rnd.choice([0, 0, 0, -1, 1])]
+    try:
+        copy_into(out.permute(0, 2, 3, 1).numpy(), rnd.randrange(-1, n + 1), image)
+        counts["copied"] += 1
+    except (IndexError, ValueError):
+        pass
     try:
         failed = decode_batch(out.permute(0, 2, 3, 1).numpy(), items)
     except IndexError:
