@@ -9,6 +9,8 @@ Interleaved rounds over one RecordIO dataset converted twice (plain and with
 * ``per-sample``: ``make_loader(ds, 32, workers=Workers(num=2, kind="threads"))``
   with ``loader.dataloader.batch_path = False``: each sample through
   ``ds[key]``, then ``fast_collate``;
+* ``before``: the per-sample path with fast_collate's NumPy copy (the
+  code before the batch path and the compiled collate copy);
 * ``batch path``: the same loader with the batch path (one C call per batch
   that decodes every sample into its slot, the GIL released);
 * ``C only``: 2 threads calling the compiled crop decoder on boxes planned
@@ -72,11 +74,19 @@ def full_decode(pool: Any) -> tuple[float, float]:
     return len(_FULL) / (time.perf_counter() - t), cpu / len(_FULL)
 
 
-def loader_pass(loader: Any) -> tuple[float, float]:
-    n, t, cpu = 0, time.perf_counter(), time.process_time()
-    for images, _ in loader:
-        n += len(images)
-    return n / (time.perf_counter() - t), (time.process_time() - cpu) / n
+def loader_pass(loader: Any, numpy_collate: bool = False) -> tuple[float, float]:
+    from fastdata.loading import collate
+
+    simd = collate._copy_into
+    if numpy_collate:  # fast_collate's NumPy copy, as before the compiled copy_into
+        collate._copy_into = None
+    try:
+        n, t, cpu = 0, time.perf_counter(), time.process_time()
+        for images, _ in loader:
+            n += len(images)
+        return n / (time.perf_counter() - t), (time.process_time() - cpu) / n
+    finally:
+        collate._copy_into = simd
 
 
 def c_only(path: str) -> Any:
@@ -145,11 +155,12 @@ def main() -> None:
     variants: dict[str, Any] = {full: lambda: full_decode(pool)}
     for label, path in (("plain", plain), ("restart", rst)):
         for group, train in (("train", True), ("eval", False)):
-            for bp in (False, True):
+            for name, bp, numpy_collate in (("before", False, True), ("per-sample", False, False),
+                                            ("batch path", True, False)):
                 ld = loader(path, train, bp)
                 if ld is not None:
                     loader_pass(ld)  # warm: threads started, pages cached
-                    variants[f"{label} {group}: {'batch path' if bp else 'per-sample'}"] = (lambda ld=ld: loader_pass(ld))
+                    variants[f"{label} {group}: {name}"] = (lambda ld=ld, nc=numpy_collate: loader_pass(ld, nc))
         timed = c_only(path)
         timed()
         variants[f"{label} train: C only, 2 threads"] = timed
@@ -182,11 +193,13 @@ def main() -> None:
     gains = {}
     for name in results:
         if name.endswith("batch path"):
-            other = name.replace("batch path", "per-sample")
-            gains[name.split(":")[0]] = {"img_per_s": paired(name, other),
-                                         "cpu": statistics.median(cpu_us[other]) / statistics.median(cpu_us[name])}
+            for other in ("before", "per-sample"):
+                base_name = name.replace("batch path", other)
+                gains[f"{name.split(':')[0]}, batch path / {other}"] = {
+                    "img_per_s": paired(name, base_name),
+                    "cpu": statistics.median(cpu_us[base_name]) / statistics.median(cpu_us[name])}
     for group, g in gains.items():
-        print(f"batch path / per-sample, {group}: {g['img_per_s']:.2f}x img/s, {g['cpu']:.2f}x less CPU per image")
+        print(f"{group}: {g['img_per_s']:.2f}x img/s, {g['cpu']:.2f}x less CPU per image")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({
