@@ -115,3 +115,11 @@ def test_transforms_it_does_not_plan_keep_the_per_sample_path(tmp_path, shared_d
                transforms.Resize(40), transforms.RandomHorizontalFlip()):
         ds = open_dataset(root, transform=tf)
         assert make_loader(ds, 2, workers=Workers(2, kind="threads")).dataloader._batcher is None
+
+
+def test_a_transform_replaced_after_make_loader_is_the_one_applied(tmp_path, shared_data):
+    root = _dataset(tmp_path / "ds", _files(shared_data)[:4])
+    ds = open_dataset(root, transform=transforms.Compose([transforms.RandomResizedCrop(32)]))
+    with make_loader(ds, 2, workers=Workers(2, kind="threads"), train=False) as loader:
+        ds.transform = transforms.Compose([transforms.Resize(20), transforms.CenterCrop(16)])
+        assert {tuple(x.shape) for x, _ in loader} == {(2, 3, 16, 16)}
