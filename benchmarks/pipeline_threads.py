@@ -45,7 +45,10 @@ BATCH, THREADS = 32, 2
 def convert(src: str, out: str, restart: bool) -> str:
     if not os.path.exists(os.path.join(out, "manifest.json")):
         cmd = [sys.executable, "-m", "fastdata.converters.cli", "convert", src, out, "--format", "recordio"]
-        subprocess.run(cmd + (["--restart-markers"] if restart else []), check=True, capture_output=True)
+        usage = subprocess.run(cmd[:4] + ["--help"], capture_output=True, text=True).stdout
+        # Where restart markers became the default, "plain" must ask for the original bytes.
+        plain = ["--passthrough"] if "--passthrough" in usage else []
+        subprocess.run(cmd + (["--restart-markers"] if restart else plain), check=True, capture_output=True)
     return out
 
 
