@@ -6,6 +6,7 @@
 
 #include <jpeglib.h>
 
+#include "batch.h"
 #include "cropdecode.h"
 #include "restarts.h"
 #include "segments.h"
@@ -108,6 +109,8 @@ static PyObject *set_segments(PyObject *self, PyObject *arg) {
 static PyMethodDef methods[] = {
     {"decode_resized", decode_resized, METH_VARARGS, decode_resized_doc},
     {"add_restarts", add_restarts, METH_VARARGS, add_restarts_doc},
+    {"decode_batch", fd_py_decode_batch, METH_VARARGS, FD_DECODE_BATCH_DOC},
+    {"copy_into", fd_py_copy_into, METH_VARARGS, FD_COPY_INTO_DOC},
     {"_set_segments", set_segments, METH_O,
      "Allow (True) or forbid decoding only the restart segments a crop needs; returns the previous setting. For tests."},
     {"_set_avx2", set_avx2, METH_O, "Allow (True) or forbid the AVX2 kernels; returns the previous setting. For tests."},
