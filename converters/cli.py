@@ -253,7 +253,7 @@ def _add_verify(sub) -> None:
         "verify",
         help="read every record and check framing, CRCs, checksums and counts",
         description="Read every record of PATH (dataset directory, shard or foreign file), checking framing, "
-        "CRCs, the manifest's sha256 and record counts, labels against the class list and, with --decode, that "
+        "CRCs, each record's checksum, the digests and record counts of the manifest, labels against the class list and, with --decode, that "
         "every image decodes. Prints each problem with its file and record; exit 0 only if clean.",
         epilog=_EXIT_HELP,
     )
@@ -287,7 +287,11 @@ def _add_index(sub) -> None:
     )
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--force", action="store_true", help="replace an existing index")
-    p.set_defaults(handler=lambda a: importlib.import_module(f"{__package__}.indexing").run(a.files, force=a.force))
+    p.add_argument("--checksums", action="store_true",
+                   help="write FILE.crc instead: a CRC32C per record, so reads and verify find damaged payloads "
+                   "(RecordIO, LMDB)")
+    p.set_defaults(handler=lambda a: importlib.import_module(f"{__package__}.indexing").run(
+        a.files, force=a.force, sums=a.checksums))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -53,7 +53,7 @@ def test_round_trip_and_shard_info(tmp_path):
     assert info.file == "shard-00000.lmdb" and info.records == 120 and info.index is None
     assert info.bytes == len(data) and info.data_digest("data.mdb") == "crc32c:%08x" % crc32c(data) and info.checksums == "shard-00000.lmdb.crc"
     assert sorted(p.name for p in shard.iterdir()) == ["data.mdb"]  # lock.mdb removed, nothing else
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["shard-00000.lmdb"]  # no .partial left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shard-00000.lmdb", "shard-00000.lmdb.crc"]  # no .partial left
 
     reader = open_shard(shard)
     assert len(reader) == 120
