@@ -94,7 +94,9 @@ class ShardSet:
             self._pid = pid
         reader = self._readers[shard]
         if reader is None:
-            reader = registry.get(self.format).open_shard(remote_hooks.local_file(self.paths[shard]), **self.options)
+            local = remote_hooks.local_file(self.paths[shard])
+            self._check_small_files(shard)  # before the reader trusts its index
+            reader = registry.get(self.format).open_shard(local, **self.options)
             expected = getattr(self, "counts", None)
             if expected is not None and len(reader) != int(expected[shard]):
                 raise FormatError(
@@ -106,19 +108,21 @@ class ShardSet:
             self._readers[shard] = reader
         return reader
 
+    def _check_small_files(self, shard: int) -> None:
+        """The shard's index and checksums match the manifest's digests (FormatError naming the file otherwise)."""
+        for name, digest in self.checks[shard][0] if self.checks is not None else ():
+            local = remote_hooks.local_file(name)
+            if not os.path.isfile(local) or not checksums.matches(local, digest):
+                raise FormatError(
+                    "is missing or does not match the digest the manifest records (damaged or replaced)",
+                    path=name, hint="restore the dataset's files from a good copy or re-convert it",
+                )
+
     def _use_checksums(self, shard: int, reader: Any) -> None:
-        """Check the shard's small files against the manifest and hand its
-        record checksums to the reader (FormatError naming the file otherwise)."""
+        """Hand the shard's record checksums to the reader."""
         path = self.paths[shard]
         if self.checks is not None:
-            files, sidecar = self.checks[shard]
-            for name, digest in files:
-                local = remote_hooks.local_file(name)
-                if not os.path.isfile(local) or not checksums.matches(local, digest):
-                    raise FormatError(
-                        "is missing or does not match the digest the manifest records (damaged or replaced)",
-                        path=name, hint="restore the dataset's files from a good copy or re-convert it",
-                    )
+            sidecar = self.checks[shard][1]
         else:
             beside = checksums.sidecar_path(path)
             sidecar = os.fspath(beside) if beside.is_file() else None
