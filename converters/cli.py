@@ -253,7 +253,8 @@ def _add_verify(sub) -> None:
         "verify",
         help="read every record and check framing, CRCs, checksums and counts",
         description="Read every record of PATH (dataset directory, shard or foreign file), checking framing, "
-        "CRCs, each record's checksum, the digests and record counts of the manifest, labels against the class list and, with --decode, that "
+        "CRCs, each record's checksum, the manifest's digests and record counts, labels against the class list "
+        "and, with --decode, that "
         "every image decodes. Prints each problem with its file and record; exit 0 only if clean.",
         epilog=_EXIT_HELP,
     )

@@ -252,3 +252,14 @@ def test_written_commits_in_order_and_leaves_nothing_on_failure(tmp_path):
         raise RuntimeError
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.idx", "a.rec"]
 
+
+
+@pytest.mark.parametrize("fmt", ["recordio", "tfrecord"])
+def test_dali_refuses_an_index_that_does_not_match_the_manifest(converted, tmp_path, fmt):
+    ds_dir = _copy(converted, fmt, tmp_path)
+    m = Manifest.read(ds_dir)
+    index = ds_dir / (m.extra["dali_index"] if fmt == "recordio" else m.shards[0].index)
+    index.write_text(index.read_text().replace("0", "1", 1))
+    spec = registry.get(fmt)
+    with pytest.raises(FormatError, match=rf"{index}.*does not match the digest"):
+        spec.dali.index_paths(ds_dir, m)
