@@ -141,8 +141,10 @@ def _verify_dataset(target: Target, findings: Findings) -> None:
         sources.append(source)
         counts.append(n)
         bases.append(starts[i])
+    own_checks = {m.extra.get("sources"), m.extra.get("dali_index")}  # their absence is reported below
     for name in m.extra_files():
-        _digest_problem(directory, name, m.digests.get(name), findings)
+        if (directory / name).is_file() or name not in own_checks:
+            _digest_problem(directory, name, m.digests.get(name), findings)
     source_files = SourceFiles(m.sources_file(directory))
     labels = _check_all(sources, counts, findings, m.classes, lambda k, j: source_files.at(bases[k] + j))
     if problem := source_files.problem(m.num_samples):
