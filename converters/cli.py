@@ -300,7 +300,8 @@ def _add_verify(sub) -> None:
         "verify",
         help="read every record and check framing, CRCs, checksums and counts",
         description="Read every record of PATH (dataset directory, shard or foreign file), checking framing, "
-        "CRCs, the manifest's sha256 and record counts, labels against the class list and, with --decode, that "
+        "CRCs, each record's checksum, the manifest's digests and record counts, labels against the class list "
+        "and, with --decode, that "
         "every image decodes. Prints each problem with its file and record; exit 0 only if clean.",
         epilog=_EXIT_HELP,
     )
@@ -334,13 +335,16 @@ def _add_index(sub) -> None:
     )
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--force", action="store_true", help="replace an existing index")
+    p.add_argument("--checksums", action="store_true",
+                   help="write FILE.crc instead: a CRC32C per record, so reads and verify find damaged payloads "
+                   "(RecordIO, LMDB)")
     p.set_defaults(handler=_run_index)
 
 
 def _run_index(args: argparse.Namespace) -> int:
     from .indexing import run
 
-    return run(args.files, force=args.force)
+    return run(args.files, force=args.force, sums=args.checksums)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -80,7 +80,7 @@ def _materialize(store: Store, local: Path, *, records: int | None) -> None:
     listing = store.listing() if protocol(store.url) not in _WRITABLE_NOT else {}
     for prefix in [f"{s}/" for s in splits] or [""]:
         try:
-            text = store.read_bytes(prefix + MANIFEST_NAME).decode("utf-8")
+            text = store.read_bytes(prefix + MANIFEST_NAME)  # bytes: a damaged manifest is a ManifestError
         except FileNotFoundError:
             raise ConfigError(f"{scrub_url(store.url)}: no {MANIFEST_NAME} there; not a finished fastdata dataset") from None
         manifest = Manifest.from_json(text, source=scrub_url(store.url_of(prefix + MANIFEST_NAME)))
@@ -89,7 +89,7 @@ def _materialize(store: Store, local: Path, *, records: int | None) -> None:
         wanted = records
         for info in manifest.shards:
             data = data_object(manifest, info.file)
-            names = [data] + ([info.index] if info.index else [])
+            names = [data] + [n for n in (info.index, info.checksums) if n]
             size = listing.get(prefix + data) if listing else store.size(prefix + data)
             if size is None:
                 continue  # missing: the local command reports it
@@ -101,7 +101,7 @@ def _materialize(store: Store, local: Path, *, records: int | None) -> None:
                 _stand_in(directory / data, size)
         for name in manifest.extra_files():
             _download(store, prefix + name, directory / name)
-        (directory / MANIFEST_NAME).write_text(text, encoding="utf-8")
+        (directory / MANIFEST_NAME).write_bytes(text)
 
 
 def _download(store: Store, name: str, local: Path) -> None:

@@ -1,19 +1,24 @@
 """``fastdata verify PATH [--decode]``: read everything, report every problem with its place.
 
-For a dataset directory: the manifest parses; each shard exists, has the
-manifest's size and sha256 and record count, and its index; every record
-reads (the format readers check framing and CRCs); int labels are valid
+For a dataset directory: the manifest parses and matches its own checksum;
+each shard exists, has the manifest's size, digest (CRC32C, or sha256 in
+older manifests) and record count; every other file the manifest lists
+(indexes, record checksums, the DALI index, the list of source files) has
+its recorded digest; every record reads (the format readers check framing,
+CRCs and each record's checksum); int labels are valid
 class indices; what the format's ``finalize`` wrote is complete (its
 ``check_finalized`` hook: RecordIO's DALI index covers every record); the
 converter's list of source files has one entry per record, and a problem
 with a record names the file it was converted from. For a single
 file: what the format's ``verify`` hook checks (an existing index agrees
 with a fresh scan), then every record reads.
-``--decode`` also decodes every image. Exit 0 only when nothing was found.
+``--decode`` also decodes every image. Exit 0 only when nothing was found;
+a manifest that cannot be read is an error (exit 2, one line), as for ``inspect``.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import sys
@@ -22,9 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from fastdata.errors import FastDataError, ManifestError
-from fastdata.formats import MANIFEST_NAME, registry
-from fastdata.formats._atomic import sha256_file
+from fastdata.errors import FastDataError
+from fastdata.formats import checksums, registry
 from fastdata.formats.hooks import FileCheck
 
 from .probe import DATASET, SPLITS, Target, close_reader, identify, shard_opener
@@ -65,20 +69,14 @@ def run(
     ``fastdata convert`` does.
 
     Raises:
-        FastDataError: ``path`` is missing, of no known format or an unfinished
-            conversion (exit 2, as ``inspect`` does). A dataset directory whose
-            manifest cannot be read is a problem found (1).
+        FastDataError: ``path`` is missing, of no known format, an unfinished
+            conversion, or a dataset whose manifest cannot be read or does
+            not match its checksum (exit 2, as ``inspect`` does; the message
+            names the manifest).
     """
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     findings = Findings(stdout, stderr, decode=decode, quiet=quiet, workers=workers)
-    try:
-        target = identify(path)
-    except ManifestError as exc:
-        manifest = Path(path) / MANIFEST_NAME
-        if not manifest.is_file():
-            raise  # not a dataset (yet): an error, as for inspect
-        findings.problem(manifest, str(exc).removeprefix(f"{manifest}: "))  # a damaged dataset: a finding
-        return 1
+    target = identify(path)
     if target.kind == SPLITS:
         for directory in target.splits.values():
             _verify_dataset(identify(directory), findings)
@@ -108,17 +106,29 @@ def _verify_dataset(target: Target, findings: Findings) -> None:
         path = directory / info.file
         findings.shards += 1
         if not path.exists():
-            findings.problem(path, "shard listed in the manifest is missing")
+            findings.problem(path, "shard listed in the manifest is missing: restore it or re-convert the dataset")
             continue
         data_file = spec.data_file(path)
         size = data_file.stat().st_size if data_file.is_file() else -1
+        digest = info.data_digest(spec.data_name)
         if size != info.bytes:
-            findings.problem(data_file, f"size is {size} bytes, the manifest says {info.bytes}")
-        elif sha256_file(data_file) != info.sha256:
-            findings.problem(data_file, "sha256 differs from the manifest's: the file changed or is damaged")
-        if info.index and not (directory / info.index).is_file():
-            findings.problem(directory / info.index, "index file listed in the manifest is missing")
-        source = ShardSource(path, shard_opener(directory, m, i))
+            findings.problem(
+                data_file, f"size is {size} bytes, the manifest says {info.bytes}: the shard is truncated or was "
+                "replaced; restore it or re-convert the dataset",
+            )
+        elif digest is not None and not checksums.matches(data_file, digest):
+            findings.problem(
+                data_file, f"{digest.partition(':')[0]} differs from the manifest's: the file changed or is damaged "
+                "(the records below say where; restore it or re-convert)",
+            )
+        sidecar = None
+        for name in (info.index, info.checksums):
+            if name and _digest_problem(directory, name, m.digest_of(name), findings) is None:
+                sidecar = directory / name if name == info.checksums else sidecar
+        opener = shard_opener(directory, m, i)
+        if sidecar is not None:
+            opener = functools.partial(_open_checked, opener, sidecar, data_file, path)
+        source = ShardSource(path, opener)
         try:
             reader = source.open()
             n = len(reader)
@@ -131,6 +141,10 @@ def _verify_dataset(target: Target, findings: Findings) -> None:
         sources.append(source)
         counts.append(n)
         bases.append(starts[i])
+    own_checks = {m.extra.get("sources"), m.extra.get("dali_index")}  # their absence is reported below
+    for name in m.extra_files():
+        if (directory / name).is_file() or name not in own_checks:
+            _digest_problem(directory, name, m.digests.get(name), findings)
     source_files = SourceFiles(m.sources_file(directory))
     labels = _check_all(sources, counts, findings, m.classes, lambda k, j: source_files.at(bases[k] + j))
     if problem := source_files.problem(m.num_samples):
@@ -140,6 +154,29 @@ def _verify_dataset(target: Target, findings: Findings) -> None:
     if not findings.quiet and m.classes:
         shown = ", ".join(f"{c} {labels.get(k, 0)}" for k, c in enumerate(m.classes[:20]))
         print(f"fastdata verify: {directory}: per class: {shown}{' ...' if len(m.classes) > 20 else ''}", file=findings.stdout)
+
+
+def _digest_problem(directory: Path, name: str, digest: str | None, findings: Findings) -> str | None:
+    """Report (and return) what is wrong with file ``name`` the manifest lists, else None."""
+    path = directory / name
+    if not path.is_file():
+        problem = "listed in the manifest but missing: restore it or re-convert the dataset"
+    elif digest is not None and not checksums.matches(path, digest):
+        problem = "differs from the digest the manifest records: damaged or replaced; restore it or re-convert the dataset"
+    else:
+        return None
+    findings.problem(path, problem)
+    return problem
+
+
+def _open_checked(opener, sidecar: Path, data_file: Path, shard: Path):
+    """``opener()`` whose reader checks each record against the shard's checksum file (picklable)."""
+    reader = opener()
+    use = getattr(reader, "use_checksums", None)
+    if callable(use):
+        size = data_file.stat().st_size
+        use(checksums.load(sidecar, records=len(reader), data_bytes=size, data_file=shard))
+    return reader
 
 
 def _check_all(
@@ -193,7 +230,10 @@ def _verify_file(target: Target, findings: Findings) -> None:
     if check.stream is not None:
         _read_stream(path, check, findings)
     elif check.records is not None:
-        source = ShardSource(path, check.records)
+        opener, sidecar = check.records, checksums.sidecar_path(path)
+        if sidecar.is_file():  # computed by `fastdata index --checksums`: damaged payloads are found too
+            opener = functools.partial(_open_checked, opener, sidecar, target.found.data_file, path)
+        source = ShardSource(path, opener)
         try:
             reader = source.open()
             n = len(reader)

@@ -9,6 +9,11 @@ depth). Which DALI reader reads a format, the format registry says. DALI
 itself is imported only when a pipeline is built, so this package imports
 without it; building one without DALI raises MissingDependencyError
 (``pip install 'fastdata[dali]'``).
+
+DALI's readers cannot check the per-record checksums fastdata writes beside
+RecordIO and LMDB shards (``<shard>.crc``, :mod:`fastdata.formats.checksums`):
+a damaged payload reaches its decoder unnoticed. Check a copied dataset with ``fastdata verify DIR``, or
+read it with fastdata's datasets, which check every record.
 """
 
 from __future__ import annotations

@@ -77,13 +77,18 @@ class MapDataset(SampleSettings, torch.utils.data.Dataset):
             return self._item_or_next(index, n)
 
     def _item_or_next(self, index: int, n: int) -> tuple[Any, Any]:
+        first = None  # one skip per sample replaced, however many corrupt ones were tried in its place
         for step in range(min(n, MAX_CONSECUTIVE_SKIPS)):
             j = (index + step) % n
             try:
-                return self._item(j)
+                item = self._item(j)
             except DATA_ERRORS as exc:
-                self._skips.record(exc, f"returning sample {(j + 1) % n} in place of sample {j}")
+                first = first or exc
                 last = exc
+                continue
+            if first is not None:
+                self._skips.record(first, f"returning sample {j} in place of sample {index}")
+            return item
         raise FastDataError(
             f"{min(n, MAX_CONSECUTIVE_SKIPS)} consecutive samples from index {index} are unreadable "
             f"(last: {last}); the dataset looks broken rather than holding a few corrupt records"

@@ -52,7 +52,17 @@ def converted(format_name: str, path: PathArg, paths: list[str], manifest: Any, 
         [s.records for s in manifest.shards],
         targets_file=os.path.join(os.fspath(path), targets) if targets else None,  # type: ignore[arg-type]
         sources_file=os.fspath(sources) if sources is not None else None,
+        checks=[_checks(os.fspath(path), info) for info in manifest.shards],  # type: ignore[arg-type]
+        num_classes=len(manifest.classes) or None,
     )
+
+
+def _checks(directory: str, info: Any) -> tuple[list[tuple[str, str]], str | None]:
+    """What :class:`ShardSet` checks when it opens a converted shard: the
+    digests of its index and checksum file, and that checksum file."""
+    small = [n for n in (info.index, info.checksums) if n and n in info.digests]
+    sidecar = os.path.join(directory, info.checksums) if info.checksums else None
+    return [(os.path.join(directory, n), info.digests[n]) for n in small], sidecar
 
 
 def open_shards(path: PathArg, format_name: str | None, options: dict[str, Any]) -> tuple[ShardSet, list[str] | None]:

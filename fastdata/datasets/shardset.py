@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import FormatError
-from ..formats import registry
+from ..formats import checksums, registry
 from ..formats.manifest import source_at
 from ..remote import hooks as remote_hooks
 
@@ -32,6 +32,16 @@ class ShardSet:
             converter wrote one (see ``shards.TARGETS_EXTRA``).
         sources_file: the converter's list of each sample's source file
             (``manifest.extra["sources"]``); errors about a damaged record name it.
+        checks: per shard, ``(files, sidecar)`` from a manifest: the
+            ``(path, digest)`` of the small files checked when the shard is
+            opened (its index, its checksums), and its checksum file or None.
+            Without a manifest (None), a ``<shard>.crc`` found beside a shard
+            (``fastdata index --checksums``) is used.
+        num_classes: the manifest's class count: an int label outside
+            ``0..num_classes - 1`` is a FormatError on read.
+
+    Every record read is checked against its shard's checksum file when
+    there is one (a CRC32C per record, ~5 us per 100 kB).
     """
 
     def __init__(
@@ -43,8 +53,12 @@ class ShardSet:
         *,
         targets_file: str | None = None,
         sources_file: str | None = None,
+        checks: Sequence[tuple[Sequence[tuple[str, str]], str | None]] | None = None,
+        num_classes: int | None = None,
     ) -> None:
         self.format = format_name
+        self.checks = [(list(files), sidecar) for files, sidecar in checks] if checks is not None else None
+        self.num_classes = num_classes
         self.targets_file = targets_file
         self.sources_file = sources_file
         self.paths = [os.fspath(p) for p in paths]
@@ -80,8 +94,9 @@ class ShardSet:
             self._pid = pid
         reader = self._readers[shard]
         if reader is None:
-            reader = registry.get(self.format).open_shard(remote_hooks.local_file(self.paths[shard]), **self.options)
-            self._readers[shard] = reader
+            local = remote_hooks.local_file(self.paths[shard])
+            self._check_small_files(shard)  # before the reader trusts its index
+            reader = registry.get(self.format).open_shard(local, **self.options)
             expected = getattr(self, "counts", None)
             if expected is not None and len(reader) != int(expected[shard]):
                 raise FormatError(
@@ -89,7 +104,36 @@ class ShardSet:
                     path=self.paths[shard],
                     hint="the shard was changed or replaced after conversion; re-run the conversion",
                 )
+            self._use_checksums(shard, reader)
+            self._readers[shard] = reader
         return reader
+
+    def _check_small_files(self, shard: int) -> None:
+        """The shard's index and checksums match the manifest's digests (FormatError naming the file otherwise)."""
+        for name, digest in self.checks[shard][0] if self.checks is not None else ():
+            local = remote_hooks.local_file(name)
+            if not os.path.isfile(local) or not checksums.matches(local, digest):
+                raise FormatError(
+                    "is missing or does not match the digest the manifest records (damaged or replaced)",
+                    path=name, hint="restore the dataset's files from a good copy or re-convert it",
+                )
+
+    def _use_checksums(self, shard: int, reader: Any) -> None:
+        """Hand the shard's record checksums to the reader."""
+        path = self.paths[shard]
+        if self.checks is not None:
+            sidecar = self.checks[shard][1]
+        else:
+            beside = checksums.sidecar_path(path)
+            sidecar = os.fspath(beside) if beside.is_file() else None
+        use = getattr(reader, "use_checksums", None)
+        if sidecar is None or not callable(use):
+            return
+        data_file = registry.get(self.format).data_file(path)
+        crcs = checksums.load(
+            remote_hooks.local_file(sidecar), records=len(reader), data_bytes=os.stat(data_file).st_size, data_file=path
+        )
+        use(crcs)
 
     def read(self, shard: int, local: int) -> tuple[bytes, Any]:
         """The stored ``(image_bytes, label)`` of record ``local`` of ``shard``.
@@ -99,7 +143,14 @@ class ShardSet:
                 the record number as well as the reader's offset or key.
         """
         try:
-            return self.reader(shard).sample(local)
+            data, label = self.reader(shard).sample(local)
+            if self.num_classes is not None and type(label) is int and not 0 <= label < self.num_classes:
+                raise FormatError(
+                    f"record {local}: label {label} is not a class index (the manifest lists {self.num_classes} classes)",
+                    path=self.paths[shard],
+                    hint="the shard or its manifest.json changed after conversion: restore them or re-convert",
+                )
+            return data, label
         except FormatError as exc:
             if type(exc) is not FormatError:
                 raise

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 PARTIAL_SUFFIX = ".partial"
@@ -28,6 +30,29 @@ def commit(partial: str | os.PathLike[str], final: str | os.PathLike[str]) -> No
         _fsync(partial)
     os.replace(partial, final)
     _fsync_dir(final.parent)
+
+
+@contextlib.contextmanager
+def written(*finals: str | os.PathLike[str]) -> Iterator[list[Path]]:
+    """Write files (or directories) under their partial names, then give them their final names.
+
+    Yields the partial path of each of ``finals``. When the block ends
+    normally each is committed in the order given, so list a shard's data
+    file last: whoever sees it under its final name finds its index and
+    checksums beside it. When the block raises, every partial is removed
+    (leftovers of an interrupted earlier run are removed before it starts).
+    """
+    partials = [partial_path(f) for f in finals]
+    for p in partials:
+        remove(p)
+    try:
+        yield partials
+        for p, f in zip(partials, finals):
+            commit(p, f)
+    except BaseException:
+        for p in partials:
+            remove(p)
+        raise
 
 
 def remove(path: str | os.PathLike[str]) -> None:

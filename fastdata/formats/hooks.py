@@ -128,14 +128,20 @@ class DALIReader:
     features: tuple[str, str] | None = None
 
 
-def existing(path: Path, what: str, hint: str | None = None) -> str:
-    """``path`` as a string, or FormatError naming it when it does not exist."""
+def existing(path: Path, what: str, hint: str | None = None, digest: str | None = None) -> str:
+    """``path`` as a string, or FormatError naming it when it does not exist
+    or does not have ``digest`` (the manifest's, when it records one)."""
     if not path.exists():
         raise FormatError(
             f"{what} listed in {MANIFEST_NAME} does not exist",
             path=path,
             hint=hint or "the directory is incomplete: copy it again or re-run the conversion",
         )
+    from .checksums import matches
+
+    if digest is not None and not matches(path, digest):
+        raise FormatError(f"{what} does not match the digest {MANIFEST_NAME} records (damaged or replaced)", path=path,
+                          hint=hint or "copy the dataset again or re-run the conversion")
     return os.fspath(path)
 
 

@@ -18,7 +18,15 @@ from ._atomic import write_text_atomic
 from .sample import ShardInfo
 
 MANIFEST_NAME = "manifest.json"
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
+"""Version 2 added the manifest's own ``checksum``, per-file ``digests`` and
+the shards' checksum files; version 1 manifests (sha256 per shard, no
+checksum of their own) are still read and verified."""
+READS_VERSIONS = (1, 2)
+_FIELDS = frozenset((
+    "manifest_version", "format", "fastdata_version", "num_samples", "classes", "class_to_idx",
+    "label_base", "shards", "extra", "digests", "checksum",
+))
 
 #: ``extra`` keys whose value is the name of a file beside the shards that
 #: fastdata wrote (a format's finalize hook or the converter): the DALI index,
@@ -38,6 +46,13 @@ class Manifest:
             TensorFlow's ImageNet convention stores 1-based labels); readers
             subtract it so datasets return ``class_to_idx`` labels.
         extra: format- or tool-specific settings (e.g. the DALI index file).
+        digests: ``{file: "crc32c:..."}`` of the files named in ``extra``
+            (:data:`FILE_EXTRAS`), filled in by :meth:`write`; each shard's
+            files have theirs in its :class:`ShardInfo`.
+
+    The JSON also holds ``checksum``: the CRC32C of everything else in it
+    (keys sorted, compact), checked by :meth:`from_json`, so no field of a
+    manifest (classes, label base, shards, extra...) changes unnoticed.
     """
 
     format: str
@@ -46,6 +61,7 @@ class Manifest:
     label_base: int = 0
     fastdata_version: str = __version__
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+    digests: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def num_samples(self) -> int:
@@ -67,7 +83,20 @@ class Manifest:
         return [n for n in dict.fromkeys(names) if n not in taken]
 
     def _shard_files(self) -> list[str]:
-        return [s.file for s in self.shards] + [s.index for s in self.shards if s.index]
+        return (
+            [s.file for s in self.shards]
+            + [s.index for s in self.shards if s.index]
+            + [s.checksums for s in self.shards if s.checksums]
+        )
+
+    def digest_of(self, name: str) -> str | None:
+        """The recorded digest of file ``name`` (relative to the directory), or None."""
+        if name in self.digests:
+            return self.digests[name]
+        for info in self.shards:
+            if name in info.digests:
+                return info.digests[name]
+        return None
 
     def sources_file(self, directory: str | os.PathLike[str]) -> Path | None:
         """The converter's list of source files (``extra["sources"]``: line ``i``
@@ -134,45 +163,77 @@ class Manifest:
             "label_base": self.label_base,
             "shards": [dataclasses.asdict(s) for s in self.shards],
             "extra": self.extra,
+            "digests": self.digests,
         }
+        doc["checksum"] = _checksum(doc)
         return json.dumps(doc, indent=1, sort_keys=False) + "\n"
 
     @classmethod
-    def from_json(cls, text: str, *, source: str = "manifest") -> Manifest:
+    def from_json(cls, text: str | bytes, *, source: str = "manifest") -> Manifest:
+        """Parse and check a manifest's text (or bytes).
+
+        Raises:
+            ManifestError: naming ``source``: not UTF-8, not JSON, not a
+                manifest, a version this fastdata does not read, a field of
+                the wrong type, or content that does not match its checksum.
+        """
+        if isinstance(text, (bytes, bytearray)):
+            try:
+                text = bytes(text).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ManifestError(f"{source}: not UTF-8 text (byte {exc.start} is damaged); {_FIX}") from None
         try:
             doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ManifestError(f"{source}: not valid JSON ({exc}); re-run the conversion") from exc
+        except (ValueError, RecursionError) as exc:
+            raise ManifestError(f"{source}: not valid JSON ({exc}); {_FIX}") from None
         if not isinstance(doc, dict):
-            raise ManifestError(f"{source}: expected a JSON object")
+            raise ManifestError(f"{source}: expected a JSON object; {_FIX}")
         if "manifest_version" not in doc:
             raise ManifestError(f"{source}: not a fastdata manifest (it has no manifest_version field)")
         version = doc.get("manifest_version")
-        if version != MANIFEST_VERSION:
+        if type(version) is not int or version not in READS_VERSIONS:
             raise ManifestError(
                 f"{source}: manifest_version {version!r} is not supported by fastdata {__version__} "
-                f"(it reads version {MANIFEST_VERSION}); upgrade fastdata or re-convert the dataset"
+                f"(it reads versions {', '.join(map(str, READS_VERSIONS))}); upgrade fastdata or re-convert the dataset"
             )
+        unknown = sorted(set(doc) - _FIELDS)
+        if unknown:
+            raise ManifestError(f"{source}: unknown field(s) {', '.join(map(repr, unknown))} (damaged?); {_FIX}")
+        if "checksum" in doc or version >= 2:
+            stored = doc.pop("checksum", None)
+            if stored != _checksum(doc):
+                raise ManifestError(
+                    f"{source}: its content does not match its checksum ({stored!r}): the manifest was edited or "
+                    f"damaged after conversion; {_FIX}"
+                )
         try:
-            shards = [ShardInfo(**s) for s in doc["shards"]]
             m = cls(
-                format=doc["format"],
-                shards=shards,
-                classes=list(doc["classes"]),
-                label_base=int(doc.get("label_base", 0)),
-                fastdata_version=doc.get("fastdata_version", "?"),
-                extra=dict(doc.get("extra", {})),
+                format=_typed(doc["format"], str, "format"),
+                shards=[_shard(s) for s in _typed(doc["shards"], list, "shards")],
+                classes=[_typed(c, str, "classes[]") for c in _typed(doc["classes"], list, "classes")],
+                label_base=_typed(doc.get("label_base", 0), int, "label_base"),
+                fastdata_version=str(doc.get("fastdata_version", "?")),
+                extra=_typed(doc.get("extra", {}), dict, "extra"),
+                digests=_typed(doc.get("digests", {}), dict, "digests"),
             )
         except (KeyError, TypeError, ValueError) as exc:
-            raise ManifestError(f"{source}: missing or malformed field ({exc!r}); re-run the conversion") from exc
+            raise ManifestError(f"{source}: missing or malformed field ({exc}); {_FIX}") from None
         if "num_samples" in doc and doc["num_samples"] != m.num_samples:
             raise ManifestError(
                 f"{source}: num_samples {doc['num_samples']} disagrees with the shard record counts ({m.num_samples})"
             )
+        if "class_to_idx" in doc and doc["class_to_idx"] != m.class_to_idx:
+            raise ManifestError(f"{source}: class_to_idx disagrees with classes; {_FIX}")
         return m
 
     def write(self, directory: str | os.PathLike[str]) -> Path:
-        path = Path(directory) / MANIFEST_NAME
+        """Write ``manifest.json`` into ``directory`` (atomically), after
+        recording the digest of each file named in ``extra``."""
+        from .checksums import file_digest
+
+        directory = Path(directory)
+        self.digests = {n: file_digest(directory / n) for n in self.extra_files() if (directory / n).is_file()}
+        path = directory / MANIFEST_NAME
         write_text_atomic(path, self.to_json())
         return path
 
@@ -186,7 +247,45 @@ class Manifest:
                 f"{path}: no manifest; this is not a finished fastdata dataset directory "
                 "(convert it with `fastdata convert`, or resume an interrupted conversion with --resume)"
             )
-        return cls.from_json(path.read_text(encoding="utf-8"), source=str(path))
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise ManifestError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+        return cls.from_json(data, source=str(path))
+
+
+_FIX = "restore it from a copy of the dataset or re-run the conversion"
+
+
+def _checksum(doc: dict[str, Any]) -> str:
+    """CRC32C of ``doc`` as compact JSON with sorted keys: independent of layout."""
+    from crc32c import crc32c
+
+    canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return f"crc32c:{crc32c(canonical.encode('ascii')):08x}"
+
+
+def _typed(value: Any, kind: type, name: str) -> Any:
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise TypeError(f"{name} should be {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def _shard(doc: Any) -> ShardInfo:
+    doc = _typed(doc, dict, "shards[]")
+    info = ShardInfo(**doc)
+    _typed(info.file, str, "shards[].file")
+    for name in ("records", "bytes"):
+        if _typed(getattr(info, name), int, f"shards[].{name}") < 0:
+            raise ValueError(f"shards[].{name} is negative")
+    for name in ("sha256", "index", "checksums"):
+        if getattr(info, name) is not None:
+            _typed(getattr(info, name), str, f"shards[].{name}")
+    _typed(info.digests, dict, "shards[].digests")
+    names = [info.file, info.index, info.checksums]
+    if any(n is not None and (not n or os.path.isabs(n) or ".." in Path(n).parts) for n in names):
+        raise ValueError(f"shard file names must be relative to the dataset directory, got {names}")
+    return info
 
 
 def source_at(sources_file: str | os.PathLike[str] | None, index: int) -> str | None:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ManifestError
 from .hooks import DALIReader, Detected, FileCheck, Framing, IndexHook, Inspected, Problem, ReaderOptions
 from .manifest import MANIFEST_NAME, Manifest
 from .sample import Sample, SampleReader, ShardInfo
@@ -77,6 +77,10 @@ class FormatSpec:
             problems with what ``finalize`` wrote (``fastdata verify``).
         class_names: optional ``class_names(readers)``: class names of
             foreign shards (this process's readers), or None when they have none.
+        record_checksums: optional ``record_checksums(found) -> (crcs, data
+            bytes)``: the CRC32C of each record of a shard another tool wrote,
+            in its reader's order (:mod:`.checksums`), for ``fastdata index
+            --checksums``; None where records carry their own (TFRecord).
     """
 
     name: str
@@ -99,6 +103,7 @@ class FormatSpec:
     finalize: Callable[[str | os.PathLike[str], Any], dict[str, Any]] | None = None
     check_finalized: Callable[[Path, Manifest], list[Problem]] | None = None
     class_names: Callable[[list[SampleReader]], list[str] | None] | None = None
+    record_checksums: Callable[[Detected], tuple[list[int], int]] | None = None
 
     @property
     def suffix(self) -> str:
@@ -172,6 +177,11 @@ def detect(path: str | os.PathLike[str]) -> Detected:
         raise ConfigError(f"{path}: no such file or directory")
     if path.is_dir() and (path / MANIFEST_NAME).is_file():
         manifest = Manifest.read(path)
+        if manifest.format not in _TABLE:
+            raise ManifestError(
+                f"{path / MANIFEST_NAME}: unknown format {manifest.format!r} (this fastdata reads "
+                f"{', '.join(names())}); the manifest is damaged, or was written by a newer fastdata"
+            )
         return Detected(manifest.format, path, manifest=manifest)
     specs = [get(n) for n in names()]
     head = b""

@@ -38,14 +38,25 @@ class ShardInfo:
 
     ``file`` is relative to the dataset directory; ``index`` is the shard's
     index file (``.idx``) or None; ``bytes`` is the shard's data size;
-    ``sha256`` the hex digest of the shard's data file (``data.mdb`` for LMDB).
+    ``checksums`` its per-record checksum file (:mod:`fastdata.formats.checksums`)
+    or None. ``digests`` maps each of the shard's files (the data file,
+    ``data.mdb`` for LMDB, the index, the checksums) to its digest,
+    ``"crc32c:..."``, computed while writing. ``sha256`` is the hex digest of
+    the data file that older manifests (version 1) recorded instead (None now).
     """
 
     file: str
     records: int
     bytes: int
-    sha256: str
+    sha256: str | None = None
     index: str | None = None
+    checksums: str | None = None
+    digests: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def data_digest(self, data_name: str | None) -> str | None:
+        """The digest of the data file (``file``, or ``file/data_name``), or None when none is recorded."""
+        found = self.digests.get(f"{self.file}/{data_name}" if data_name else self.file)
+        return found or (f"sha256:{self.sha256}" if self.sha256 else None)
 
 
 class SampleReader(Protocol):

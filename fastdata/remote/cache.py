@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..errors import FormatError, RemoteError
-from ..formats._atomic import sha256_file
+from ..formats import checksums
 from .retry import is_disk_full
 from .store import Store
 from .urls import scrub_url
@@ -42,7 +42,8 @@ DEFAULT_RESERVE = 512 * 1024 * 1024
 @dataclasses.dataclass(frozen=True)
 class Expected:
     """What a downloaded file must be: ``size`` bytes (None: the server's
-    size) and, when known, this SHA-256."""
+    size) and, when known, this digest (``"crc32c:..."``, ``"sha256:..."``
+    or a bare SHA-256 hex digest, as manifests record them)."""
 
     size: int | None = None
     sha256: str | None = None
@@ -209,8 +210,9 @@ def _check(path: Path, expected: Expected) -> str:
     size = path.stat().st_size
     if expected.size is not None and size != expected.size:
         return f"downloaded {size} bytes but expected {expected.size}"
-    if expected.sha256 and sha256_file(path) != expected.sha256:
-        return "SHA-256 differs from the manifest's"
+    if expected.sha256 and not checksums.matches(path, expected.sha256):
+        kind = expected.sha256.partition(":")[0] if ":" in expected.sha256 else "sha256"
+        return f"{'CRC32C' if kind == 'crc32c' else 'SHA-256'} differs from the manifest's"
     return ""
 
 

@@ -107,12 +107,13 @@ def localize(
 
 def _drop_changed(directory: Path, old: Manifest, new: Manifest) -> None:
     """Delete cached files the new manifest no longer vouches for."""
-    keep = {(s.file, s.bytes, s.sha256) for s in new.shards}
+    keep = {(s.file, s.bytes, s.sha256, tuple(sorted(s.digests.items()))) for s in new.shards}
     for info in old.shards:
-        if (info.file, info.bytes, info.sha256) not in keep:
+        if (info.file, info.bytes, info.sha256, tuple(sorted(info.digests.items()))) not in keep:
             remove(directory / info.file)
-            if info.index:
-                remove(directory / info.index)
+            for name in (info.index, info.checksums):
+                if name:
+                    remove(directory / name)
     for name in old.extra_files():
         remove(directory / name)
 
@@ -159,10 +160,11 @@ class Mirror:
         info = self.shards.get(name)
         if info is None:
             return self.cache.fetch(self.directory, name, self.store, Expected())
-        expected = Expected(info.bytes, info.sha256)
+        expected = Expected(info.bytes, info.data_digest(registry.get(self.manifest.format).data_name))
         self.cache.fetch(self.directory, data_object(self.manifest, name), self.store, expected)
-        if info.index:
-            self.cache.fetch(self.directory, info.index, self.store, Expected())
+        for small in (info.index, info.checksums):
+            if small:
+                self.cache.fetch(self.directory, small, self.store, Expected())
         return self.directory / name
 
     def missing(self, name: str) -> FormatError:
@@ -182,7 +184,7 @@ def evictable_files(directory: Path) -> list[str]:
         data = [data_object(manifest, s.file) for s in manifest.shards]
     except (ManifestError, ConfigError):  # unreadable, or a format this fastdata does not know: leave it alone
         return []
-    return data + [s.index for s in manifest.shards if s.index]
+    return data + [s.index for s in manifest.shards if s.index] + [s.checksums for s in manifest.shards if s.checksums]
 
 
 def data_object(manifest: Manifest, shard: str) -> str:

@@ -89,12 +89,26 @@ def test_a_path_that_is_no_dataset_is_an_error_for_inspect_and_verify(tmp_path, 
         assert err.startswith(f"fastdata: error: {path}: ") and message in err and len(err.splitlines()) == 1
 
 
-def test_verify_reports_a_damaged_manifest_as_a_problem(datasets, tmp_path, capsys):
+@pytest.mark.parametrize("command", ["verify", "inspect"])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda b: b"{", "not valid JSON"),
+        (lambda b: b.replace(b'"classes"', b'"cl\xe1sses"', 1), "not UTF-8"),
+        (lambda b: b.replace(b'"cat"', b'"cbt"'), "does not match its checksum"),
+        (lambda b: b.replace(b'"label_base": 0', b'"label_base": 1'), "does not match its checksum"),
+        (lambda b: b.replace(b'"format": "recordio"', b'"format": "zip"'), "does not match its checksum"),
+    ],
+    ids=["json", "utf8", "class-name", "label-base", "format"],
+)
+def test_a_damaged_manifest_is_one_line_and_exit_2(datasets, tmp_path, capsys, command, damage, message):
     ds = tmp_path / "ds"
     shutil.copytree(datasets / "recordio", ds)
-    (ds / "manifest.json").write_text("{")
-    code, out, _ = run_cli(capsys, "verify", ds)
-    assert code == 1 and f"PROBLEM {ds / 'manifest.json'}: not valid JSON" in out
+    manifest = ds / "manifest.json"
+    manifest.write_bytes(damage(manifest.read_bytes()))
+    code, out, err = run_cli(capsys, command, ds)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1, (out, err)
+    assert err.startswith(f"fastdata: error: {manifest}: ") and message in err
 
 
 @pytest.mark.parametrize("fmt", registry.names())
@@ -142,7 +156,7 @@ def test_verify_finds_damage(datasets, tmp_path, capsys):
     shard.write_bytes(bytes(data))
     code, out, _ = run_cli(capsys, "verify", ds)
     assert code == 1
-    assert f"PROBLEM {shard}: sha256 differs" in out
+    assert f"PROBLEM {shard}: crc32c differs" in out
     assert "record 0" in out and "byte offset" in out and "CRC" in out
     (ds / m["shards"][0]["file"]).unlink()
     code, out, _ = run_cli(capsys, "verify", ds)

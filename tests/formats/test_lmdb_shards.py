@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import io
 import subprocess
 import sys
@@ -10,6 +9,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from crc32c import crc32c
 from PIL import Image
 
 from fastdata.errors import ConfigError, FormatError
@@ -51,9 +51,9 @@ def test_round_trip_and_shard_info(tmp_path):
     shard = tmp_path / "shard-00000.lmdb"
     data = (shard / "data.mdb").read_bytes()
     assert info.file == "shard-00000.lmdb" and info.records == 120 and info.index is None
-    assert info.bytes == len(data) and info.sha256 == hashlib.sha256(data).hexdigest()
+    assert info.bytes == len(data) and info.data_digest("data.mdb") == "crc32c:%08x" % crc32c(data) and info.checksums == "shard-00000.lmdb.crc"
     assert sorted(p.name for p in shard.iterdir()) == ["data.mdb"]  # lock.mdb removed, nothing else
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["shard-00000.lmdb"]  # no .partial left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shard-00000.lmdb", "shard-00000.lmdb.crc"]  # no .partial left
 
     reader = open_shard(shard)
     assert len(reader) == 120
@@ -69,12 +69,12 @@ def test_same_samples_give_identical_bytes(tmp_path):
     samples = make_samples(300, seed=5)
     a = write_shard(tmp_path / "a.lmdb", samples)
     b = write_shard(tmp_path / "b.lmdb", samples)
-    assert a.sha256 == b.sha256 and (tmp_path / "a.lmdb/data.mdb").read_bytes() == (tmp_path / "b.lmdb/data.mdb").read_bytes()
+    assert a.data_digest("data.mdb") == b.data_digest("data.mdb") and (tmp_path / "a.lmdb/data.mdb").read_bytes() == (tmp_path / "b.lmdb/data.mdb").read_bytes()
     # Map growth aborts and replays batches; it must not make the bytes depend
     # on anything but the input (and the initial map size: the meta page records the map size).
     small_1 = write_shard(tmp_path / "c.lmdb", samples, map_size=16 << 10)
     small_2 = write_shard(tmp_path / "d.lmdb", samples, map_size=16 << 10)
-    assert small_1.sha256 == small_2.sha256
+    assert small_1.data_digest("data.mdb") == small_2.data_digest("data.mdb")
     # ... and not on the process either (heap contents, allocation history)
     code = textwrap.dedent(
         f"""
@@ -83,12 +83,12 @@ def test_same_samples_give_identical_bytes(tmp_path):
         sys.path.insert(0, {str(__import__('pathlib').Path(__file__).parent)!r})
         from test_lmdb_shards import make_samples
         from fastdata.formats.lmdb import write_shard
-        print(write_shard({str(tmp_path / 'e.lmdb')!r}, make_samples(300, seed=5)).sha256)
+        print(write_shard({str(tmp_path / 'e.lmdb')!r}, make_samples(300, seed=5)).data_digest('data.mdb'))
         """
     )
     out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == a.sha256
+    assert out.stdout.strip() == a.data_digest("data.mdb")
 
 
 def test_rewriting_a_shard_replaces_it(tmp_path):

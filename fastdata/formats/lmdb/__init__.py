@@ -48,6 +48,7 @@ FORMAT = FormatSpec(
     framing=NO_FRAMING,  # values live in B-tree pages; lmdb.verify checks their structure
     label_vectors=False,  # caffe.Datum holds one int32 label
     dali=DALIReader(reader="caffe", index_paths=tools.dali_index_paths),
+    record_checksums=tools.record_checksums,
     inspect=tools.inspect,
     verify=tools.verify,
     index=None,  # keys are the index

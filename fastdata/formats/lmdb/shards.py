@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError, FormatError
-from .._atomic import commit, partial_path, remove, sha256_file
+from .. import checksums as _sums
+from .._atomic import written
 from ..hooks import ReaderOptions
 from ..images import image_kind
 from ..sample import Sample, ShardInfo
@@ -53,7 +54,10 @@ def write_shard(path: str | os.PathLike[str], samples: Iterable[Sample], *, map_
     The database is built under ``<path>.partial`` and renamed to ``path``
     when complete; ``lock.mdb`` is removed first (readers open with
     ``lock=False``, DALI with ``MDB_NOLOCK``), so the shard is ``data.mdb``
-    alone. The same samples give a byte-identical ``data.mdb``.
+    alone. The same samples give a byte-identical ``data.mdb``. The CRC32C
+    of each entry's key and value goes to ``<path>.crc`` beside the directory
+    (:mod:`..checksums`), computed while writing; ``data.mdb``'s own digest is
+    read back (LMDB writes its pages itself).
 
     Args:
         path: the final shard directory, e.g. ``out/shard-00000.lmdb``.
@@ -62,17 +66,16 @@ def write_shard(path: str | os.PathLike[str], samples: Iterable[Sample], *, map_
         map_size: initial LMDB map size (default 64 MiB; it doubles as needed).
 
     Returns:
-        ShardInfo(file=directory name, records, bytes=size of data.mdb, sha256 of data.mdb, index=None).
+        ShardInfo(file=directory name, records, bytes=size of data.mdb, index=None, the checksums' name, digests).
 
     Raises:
         ConfigError: ids not increasing or out of range, or a label that is not an int.
     """
     final = Path(path)
-    partial = partial_path(final)
-    remove(partial)  # leftovers of an interrupted run
-    records = 0
+    sidecar = _sums.sidecar_path(final)
+    crcs: list[int] = []
     last_id = -1
-    try:
+    with written(sidecar, final) as (sidecar_part, partial):
         with Writer(partial, map_size=map_size) as writer:
             for sample in samples:
                 if sample.id <= last_id:
@@ -84,16 +87,17 @@ def write_shard(path: str | os.PathLike[str], samples: Iterable[Sample], *, map_
                 value = encode_datum(
                     sample.image, _int_label(sample), encoded=True, height=sample.height, width=sample.width
                 )
-                writer.write(shard_key(sample.id), value)
-                records += 1
-    except BaseException:
-        remove(partial)
-        raise
-    (partial / _env.LOCK_NAME).unlink(missing_ok=True)
-    data = partial / _env.DATA_NAME
-    size, digest = data.stat().st_size, sha256_file(data)
-    commit(partial, final)
-    return ShardInfo(file=final.name, records=records, bytes=size, sha256=digest, index=None)
+                key = shard_key(sample.id)
+                writer.write(key, value)
+                crcs.append(_sums.record_crc(value, key))
+        (partial / _env.LOCK_NAME).unlink(missing_ok=True)
+        data = partial / _env.DATA_NAME
+        size = data.stat().st_size
+        digests = {
+            f"{final.name}/{_env.DATA_NAME}": _sums.file_digest(data),
+            sidecar.name: _sums.write(sidecar_part, crcs, size),
+        }
+    return ShardInfo(file=final.name, records=len(crcs), bytes=size, checksums=sidecar.name, digests=digests)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,6 +142,15 @@ class ShardReader:
 
     def __init__(self, path: str | os.PathLike[str], *, verify: bool = True) -> None:
         self.reader = Reader(path, verify=verify)
+        self._crcs: memoryview | None = None
+
+    def use_checksums(self, crcs: memoryview | None) -> None:
+        """Check every entry :meth:`sample` reads against ``crcs`` (one CRC32C
+        of key and value per entry, from the shard's checksum file); None stops it."""
+        self._crcs = crcs
+
+    def __getstate__(self) -> dict:
+        return {"reader": self.reader, "_crcs": None}  # checksums are loaded again where needed
 
     @property
     def path(self) -> Path:
@@ -153,13 +166,20 @@ class ShardReader:
         """The image file bytes and int label of the entry at position ``i``."""
         reader = self.reader
         key = reader.key(i)
-        return reader.read(key, self._parse, key)
+        if self._crcs is None:
+            return reader.read(key, self._parse, key)
+        return reader.read(key, self._parse_checked, key, i)
 
     def close(self) -> None:
         self.reader.close()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({os.fspath(self.path)!r})"
+
+    def _parse_checked(self, value: memoryview, key: bytes, i: int) -> tuple[bytes, int]:
+        if _sums.record_crc(value, key) != self._crcs[i]:  # type: ignore[index]
+            raise _sums.mismatch(self.reader.data_file, i % len(self), key=key)
+        return self._parse(value, key)
 
     def _parse(self, value: memoryview, key: bytes) -> tuple[bytes, int]:
         found = image_and_label(value)  # fastdata's own layout, without building a Datum

@@ -4,9 +4,11 @@ of a single environment, and what DALI's caffe reader needs (no index)."""
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 from typing import Any
 
+from ..checksums import record_crc
 from ..hooks import Detected, FileCheck, Inspected, json_label
 from ..manifest import Manifest
 from ._env import DATA_NAME
@@ -47,6 +49,19 @@ def inspect(found: Detected, n: int) -> tuple[int, list[Inspected]]:
 def verify(found: Detected) -> FileCheck:
     """Every entry is read (``open_shard`` checks the file's structure first)."""
     return FileCheck(records=functools.partial(open_shard, found.path))
+
+
+def record_checksums(found: Detected) -> tuple[list[int], int]:
+    """The CRC32C of every entry's key and value, in key order, and ``data.mdb``'s size."""
+    reader = open_shard(found.path).reader
+    try:
+        out = []
+        for i in range(len(reader)):
+            key = reader.key(i)
+            out.append(reader.read(key, record_crc, key))
+        return out, os.path.getsize(reader.data_file)
+    finally:
+        reader.close()
 
 
 def dali_index_paths(directory: Path, manifest: Manifest) -> tuple[str, ...]:

@@ -47,6 +47,7 @@ FORMAT = FormatSpec(
     framing=(range(0, 8),),  # magic word and lrecord (continuation flag + length)
     label_vectors=True,
     dali=DALIReader(reader="mxnet", index_paths=tools.dali_index_paths),
+    record_checksums=tools.record_checksums,
     inspect=tools.inspect,
     verify=tools.verify,
     index=IndexHook(path=default_index_path, build=tools.build),

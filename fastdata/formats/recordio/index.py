@@ -114,29 +114,50 @@ def file_order(
         record ``i`` spans ``bounds[i]:bounds[i + 1]``.
 
     Raises:
-        FormatError: an offset that is negative, unaligned, past the end of
-            the ``.rec``, or listed twice.
+        FormatError: an empty index of a non-empty ``.rec``; an offset that
+            is negative, unaligned, past the end of the ``.rec`` (named then:
+            it is truncated), or listed twice; a key listed twice.
     """
+    if not offsets.size and size:
+        raise FormatError(
+            f"{index} lists no records but the .rec holds {size} bytes",
+            path=index, hint=f"the index is empty or damaged: rebuild it with `fastdata index --force {rec}`",
+        )
     if offsets.size and not (offsets[1:] >= offsets[:-1]).all():
         order = np.argsort(offsets, kind="stable")
         keys, offsets = keys[order], offsets[order]
-    bad = np.flatnonzero((offsets < 0) | (offsets & 3 != 0) | (offsets > size - HEADER_SIZE))
+    if offsets.size and int(offsets[-1]) > size - HEADER_SIZE:
+        raise FormatError(
+            f"the .rec is {size} bytes but {index} lists a record at byte {int(offsets[-1])}",
+            path=rec, offset=int(offsets[-1]), key=int(keys[-1]),
+            hint="the .rec is truncated (or the index belongs to another file): restore the .rec or re-convert it",
+        )
+    bad = np.flatnonzero((offsets < 0) | (offsets & 3 != 0))
     if bad.size:
         j = int(bad[0])
         raise FormatError(
             f"{index} lists offset {int(offsets[j])}, which is not a 4-byte-aligned record start "
             f"inside the {size}-byte .rec",
-            path=rec, offset=int(offsets[j]), key=int(keys[j]),
-            hint="the index does not belong to this file; rebuild it with fastdata.formats.recordio.build_index",
+            path=index, offset=int(offsets[j]), key=int(keys[j]),
+            hint=f"the index is damaged or belongs to another file; rebuild it with `fastdata index --force {rec}`",
         )
     dup = np.flatnonzero(offsets[1:] == offsets[:-1])
     if dup.size:
         j = int(dup[0])
         raise FormatError(
             f"{index} lists offset {int(offsets[j])} twice (keys {int(keys[j])} and {int(keys[j + 1])})",
-            path=rec, offset=int(offsets[j]), key=int(keys[j + 1]),
-            hint="rebuild the index with fastdata.formats.recordio.build_index",
+            path=index, offset=int(offsets[j]), key=int(keys[j + 1]),
+            hint=f"rebuild the index with `fastdata index --force {rec}`",
         )
+    if keys.size > 1 and not (keys[1:] > keys[:-1]).all():  # im2rec's keys may be shuffled, never repeated
+        ordered = np.sort(keys)
+        same = np.flatnonzero(ordered[1:] == ordered[:-1])
+        if same.size:
+            raise FormatError(
+                f"{index} lists key {int(ordered[same[0]])} twice",
+                path=index, key=int(ordered[same[0]]),
+                hint=f"the index is damaged: rebuild it with `fastdata index --force {rec}`",
+            )
     bounds = np.empty(offsets.size + 1, np.int64)
     bounds[:-1] = offsets
     bounds[-1] = size

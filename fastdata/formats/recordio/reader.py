@@ -154,8 +154,8 @@ class Reader:
             raise FormatError(
                 f"record ends at byte {end} but the next record starts at {stop}",
                 path=self.rec, offset=start, key=key,
-                hint="a damaged length field, or an index that does not list every record; "
-                "rebuild the index with fastdata.formats.recordio.build_index",
+                hint="the .rec is damaged (a length field) or its index skips a record: restore or re-convert "
+                "the .rec; `fastdata verify` on the file compares the index with a fresh scan",
             )
         return framing.join(self._mm, spans)
 

@@ -13,7 +13,8 @@ from typing import Any, NoReturn
 import numpy as np
 
 from ...errors import FormatError
-from .._atomic import commit, partial_path, remove, sha256_file
+from .. import checksums as _sums
+from .._atomic import written
 from ..hooks import ReaderOptions
 from ..sample import Label, Sample, ShardInfo
 from .index import default_index_path
@@ -25,6 +26,7 @@ DALI_INDEX = "dali.idx"
 DALI_INDEX_KEY = "dali_index"  # the manifest.extra entry naming it
 
 _unpack_ir = IR_FORMAT.unpack_from
+_crc = _sums.record_crc
 
 
 def _header(sample: Sample) -> IRHeader:
@@ -40,31 +42,31 @@ def write_shard(path: str | os.PathLike[str], samples: Iterable[Sample]) -> Shar
 
     Each payload is ``pack(IRHeader(flag, label, sample.id, 0), sample.image)``
     (flag 0 for a class index, the vector length for label vectors) and its
-    ``.idx`` key is ``sample.id``, as im2rec does. Both files are written
-    under ``.partial`` names and renamed once complete (the ``.idx`` first).
+    ``.idx`` key is ``sample.id``, as im2rec does. The CRC32C of each
+    payload goes to ``<shard>.rec.crc`` (:mod:`..checksums`), computed while
+    writing like the CRC32C of each file. All files are written under
+    ``.partial`` names and renamed once complete (the ``.rec`` last).
 
     Returns:
-        ShardInfo with basenames, the record count, the ``.rec`` size and sha256.
+        ShardInfo with basenames, the record count, the ``.rec`` size and the digests.
 
     Raises:
         ValueError: duplicate sample ids, an empty label vector, or an image
             of 2**29 bytes or more. Nothing is left under the final names.
     """
     rec = Path(path)
-    idx = default_index_path(rec)
-    tmp_rec, tmp_idx = partial_path(rec), partial_path(idx)
-    try:
-        with Writer(tmp_rec, tmp_idx) as writer:
+    idx, crc = default_index_path(rec), _sums.sidecar_path(rec)
+    with written(idx, crc, rec) as (tmp_idx, tmp_crc, tmp_rec):
+        with Writer(tmp_rec, tmp_idx, checksums=True) as writer:
             for sample in samples:
                 writer.write(pack(_header(sample), sample.image), key=sample.id)
-            count = writer.count
-        commit(tmp_idx, idx)
-        commit(tmp_rec, rec)
-    except BaseException:
-        remove(tmp_rec)
-        remove(tmp_idx)
-        raise
-    return ShardInfo(file=rec.name, records=count, bytes=rec.stat().st_size, sha256=sha256_file(rec), index=idx.name)
+        size = tmp_rec.stat().st_size
+        digests = {
+            rec.name: _sums.crc_digest(writer.file_crc),
+            idx.name: _sums.file_digest(tmp_idx),  # ~20 bytes a record: read back
+            crc.name: _sums.write(tmp_crc, writer.crcs, size),
+        }
+    return ShardInfo(file=rec.name, records=writer.count, bytes=size, index=idx.name, checksums=crc.name, digests=digests)
 
 
 class ShardReader:
@@ -87,6 +89,15 @@ class ShardReader:
 
     def __init__(self, rec: str | os.PathLike[str], index: str | os.PathLike[str] | None = None) -> None:
         self.reader = Reader(rec, index)
+        self._crcs: memoryview | None = None
+
+    def use_checksums(self, crcs: memoryview | None) -> None:
+        """Check every payload :meth:`sample` reads against ``crcs`` (one
+        CRC32C per record, from the shard's checksum file); None stops it."""
+        self._crcs = crcs
+
+    def __getstate__(self) -> dict:
+        return {"reader": self.reader, "_crcs": None}  # checksums are loaded again where needed
 
     @property
     def path(self) -> str:
@@ -107,6 +118,8 @@ class ShardReader:
     def sample(self, i: int) -> tuple[bytes, Label]:
         """Image bytes and label of the ``i``-th record in file order."""
         payload = self.reader[i]
+        if self._crcs is not None and _crc(payload) != self._crcs[i]:
+            raise _sums.mismatch(self.reader.rec, i % len(self.reader), offset=self.reader.offset(i), key=self.reader.key(i))
         if len(payload) >= IR_SIZE:
             flag, label, _, _ = _unpack_ir(payload)
             if flag == 0:
@@ -184,10 +197,8 @@ def write_dali_index(directory: str | os.PathLike[str], shards: list[ShardInfo],
         base += size
         reader.close()
     target = directory / name
-    tmp = partial_path(target)
-    with open(tmp, "w", encoding="ascii", newline="\n") as f:
+    with written(target) as (tmp,), open(tmp, "w", encoding="ascii", newline="\n") as f:
         f.write("".join(lines))
-    commit(tmp, target)
     return target
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import FastDataError, FormatError
+from ..checksums import mismatch, record_crc
 from ..hooks import Detected, FileCheck, Inspected, Problem, existing, json_label
 from ..images import image_kind
 from ..manifest import MANIFEST_NAME, Manifest
@@ -60,12 +61,18 @@ class PayloadReader:
 
     def __init__(self, rec: str | os.PathLike[str]) -> None:
         self.reader = Reader(rec)
+        self._crcs: memoryview | None = None
+
+    def use_checksums(self, crcs: memoryview | None) -> None:
+        self._crcs = crcs
 
     def __len__(self) -> int:
         return len(self.reader)
 
     def sample(self, j: int) -> tuple[bytes | None, None]:
         payload = self.reader[j]  # raises FormatError for damaged framing
+        if self._crcs is not None and record_crc(payload) != self._crcs[j]:
+            raise mismatch(self.reader.rec, j, offset=self.reader.offset(j), key=self.reader.key(j))
         try:
             image = unpack(payload)[1]
         except FastDataError:
@@ -96,6 +103,15 @@ def verify(found: Detected) -> FileCheck:
         if sorted(listed.tolist()) != scanned.tolist():
             problems = ((idx, f"lists {len(listed)} record offsets; the file holds {len(scanned)} records at other offsets"),)
     return FileCheck(problems=problems, records=functools.partial(PayloadReader, rec))
+
+
+def record_checksums(found: Detected) -> tuple[list[int], int]:
+    """The CRC32C of every payload, in file order (framing checked on the way), and the ``.rec``'s size."""
+    reader = Reader(found.data_file)
+    try:
+        return [record_crc(reader[i]) for i in range(len(reader))], os.stat(found.data_file).st_size
+    finally:
+        reader.close()
 
 
 def build(found: Detected, out: Path) -> str:
@@ -142,7 +158,7 @@ def dali_index_paths(directory: Path, manifest: Manifest) -> tuple[str, ...]:
         "DALI needs this one index over all .rec shards: rebuild it with "
         f"fastdata.formats.recordio.write_dali_index(directory, Manifest.read(directory).shards, {name!r})"
     )
-    return (existing(directory / name, "DALI index", hint),)
+    return (existing(directory / name, "DALI index", hint, manifest.digests.get(name)),)
 
 
 def check_finalized(directory: Path, manifest: Manifest) -> list[Problem]:

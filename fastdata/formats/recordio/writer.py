@@ -6,6 +6,8 @@ import operator
 import os
 from pathlib import Path
 
+from crc32c import crc32c
+
 from ...errors import ConfigError
 from . import framing
 from . import index as _index
@@ -23,9 +25,13 @@ class Writer:
     Args:
         rec: the ``.rec`` to create.
         index: the ``.idx`` to create; default ``rec`` with the ``.idx`` suffix.
+        checksums: also compute, while writing, the CRC32C of each payload
+            (``crcs``) and of the whole ``.rec`` (``file_crc``).
     """
 
-    def __init__(self, rec: str | os.PathLike[str], index: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, rec: str | os.PathLike[str], index: str | os.PathLike[str] | None = None, *, checksums: bool = False
+    ) -> None:
         self.rec = os.fspath(rec)
         self.index = os.fspath(_index.default_index_path(rec) if index is None else index)
         if Path(self.rec).resolve() == Path(self.index).resolve():
@@ -34,6 +40,9 @@ class Writer:
         self._idx = open(self.index, "w", encoding="ascii", newline="\n", buffering=1 << 16)
         self._pos = 0
         self._keys: set[int] = set()
+        self._checksums = checksums
+        self.crcs: list[int] = []
+        self.file_crc = 0
 
     @property
     def count(self) -> int:
@@ -67,6 +76,12 @@ class Writer:
         write = self._rec.write
         for chunk in chunks:
             self._pos += write(chunk)
+        if self._checksums:
+            self.crcs.append(crc32c(payload))
+            crc = self.file_crc
+            for chunk in chunks:
+                crc = crc32c(chunk, crc)
+            self.file_crc = crc
         self._keys.add(key)
         self._idx.write(f"{key}\t{offset}\n")
         return offset

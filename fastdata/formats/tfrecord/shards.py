@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError, FormatError
-from .._atomic import commit, partial_path, remove, sha256_file
+from .. import checksums as _sums
+from .._atomic import written
 from ..hooks import ReaderOptions
 from ..images import image_kind
 from ..manifest import Manifest
@@ -82,22 +83,18 @@ def write_shard(path: str | os.PathLike[str], samples: Iterable[Sample]) -> Shar
     Both files are written under ``.partial`` names and renamed when complete
     (index first), so a shard with its final name always has its index. On
     any error the partial files are removed. Returns the :class:`ShardInfo`
-    (``file`` and ``index`` are basenames; ``bytes``/``sha256`` describe the shard file).
+    (``file`` and ``index`` are basenames; ``bytes`` and ``digests`` describe the files).
+    No checksum sidecar: every TFRecord record carries the CRC32C of its
+    bytes, checked on every read.
     """
     path = Path(path)
     index = Path(default_index_path(path))
-    part, index_part = partial_path(path), partial_path(index)
-    try:
+    with written(index, path) as (index_part, part):
         with Writer(part, index=index_part) as writer:
             for sample in samples:
                 writer.write(encode_sample(sample))
-        commit(index_part, index)
-        commit(part, path)
-    except BaseException:
-        remove(part)
-        remove(index_part)
-        raise
-    return ShardInfo(file=path.name, records=len(writer), bytes=path.stat().st_size, sha256=sha256_file(path), index=index.name)
+        digests = {path.name: _sums.crc_digest(writer.file_crc), index.name: _sums.file_digest(index_part)}
+    return ShardInfo(file=path.name, records=len(writer), bytes=writer.bytes_written, index=index.name, digests=digests)
 
 
 class ShardReader:

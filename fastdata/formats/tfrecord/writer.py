@@ -6,6 +6,7 @@ import os
 from typing import TYPE_CHECKING
 
 import numpy as np
+from crc32c import crc32c
 
 from .framing import OVERHEAD, frame
 from .index import default_index_path, write_index_file
@@ -36,6 +37,7 @@ class Writer:
         self._file = open(self.path, "wb")  # noqa: SIM115 -- closed by close()/__exit__
         self._sizes: list[int] = []
         self.bytes_written = 0
+        self.file_crc = 0  # CRC32C of everything written so far
 
     def write(self, record: bytes | bytearray | memoryview) -> None:
         """Append one record (its serialized bytes)."""
@@ -46,7 +48,9 @@ class Writer:
             )
         if self._file is None:
             raise ValueError(f"{self.path}: write to a closed Writer")
-        self._file.write(frame(record))
+        framed = frame(record)
+        self._file.write(framed)
+        self.file_crc = crc32c(framed, self.file_crc)
         size = len(record) + OVERHEAD
         self._sizes.append(size)
         self.bytes_written += size

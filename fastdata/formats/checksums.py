@@ -1,0 +1,147 @@
+"""Per-record checksums kept beside a shard, and the digests a manifest records.
+
+A shard's *checksum sidecar* (``<shard>.crc``) holds one CRC32C per record,
+in record order: of the record's payload for RecordIO, of key and value for
+LMDB (:func:`record_crc`). fastdata's writers compute it while writing; for
+shards other tools wrote, ``fastdata index --checksums`` computes it once.
+Readers check every record they return against it, so a flipped byte in a
+payload (which RecordIO and LMDB cannot notice themselves) is a FormatError
+naming the file and record instead of a changed image. TFRecord needs no
+sidecar: each record carries its own CRC32C, checked on every read.
+
+Layout (little-endian)::
+
+    magic "FDCRC32C" | u32 version (1) | u32 0 | u64 records | u64 data file size
+    records x u32 CRC32C
+    u32 CRC32C of everything before it
+
+A digest names its function: ``"crc32c:1a2b3c4d"`` (what fastdata writes:
+about 11 GB/s, computed while writing) or ``"sha256:..."``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from crc32c import crc32c
+
+from ..errors import FormatError
+
+SUFFIX = ".crc"
+MAGIC = b"FDCRC32C"
+VERSION = 1
+_HEAD = struct.Struct("<8sIIQQ")
+_TAIL = struct.Struct("<I")
+REBUILD = "fastdata index --checksums"
+
+
+def sidecar_path(shard: str | os.PathLike[str]) -> Path:
+    """Where the checksums of ``shard`` (a file, or an LMDB directory) live: ``<shard>.crc``."""
+    return Path(os.fspath(shard).rstrip("/\\") + SUFFIX)
+
+
+def record_crc(data: bytes | memoryview, key: bytes = b"") -> int:
+    """The CRC32C a sidecar holds for a record: of ``key`` then ``data``."""
+    return crc32c(data, crc32c(key)) if key else crc32c(data)
+
+
+def encode(crcs: Sequence[int] | np.ndarray, data_bytes: int) -> bytes:
+    """The sidecar's bytes for ``crcs`` of a data file of ``data_bytes`` bytes."""
+    body = _HEAD.pack(MAGIC, VERSION, 0, len(crcs), data_bytes) + np.asarray(crcs, dtype="<u4").tobytes()
+    return body + _TAIL.pack(crc32c(body))
+
+
+def write(path: str | os.PathLike[str], crcs: Sequence[int] | np.ndarray, data_bytes: int) -> str:
+    """Write a sidecar (not atomically: callers write under a partial name); returns its digest."""
+    data = encode(crcs, data_bytes)
+    with open(path, "wb") as f:
+        f.write(data)
+    return digest_of(data)
+
+
+def load(path: str | os.PathLike[str], *, records: int, data_bytes: int, data_file: str | os.PathLike[str]) -> memoryview:
+    """The CRCs of a sidecar, as a memoryview of ints (fast to index).
+
+    Raises:
+        FormatError: naming the sidecar: unreadable, damaged (its own CRC),
+            or made for another file (record count or data size differ).
+    """
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise FormatError(f"cannot read the record checksums ({exc.strerror or exc})", path=path,
+                          hint=f"restore it, or compute it again with `{REBUILD} {os.fspath(data_file)}`") from None
+    head = _HEAD.size
+    if len(data) < head + _TAIL.size or data[:8] != MAGIC:
+        raise _bad(path, data_file, "is not a fastdata checksum file (no FDCRC32C header)")
+    magic, version, _, count, size = _HEAD.unpack_from(data)
+    if version != VERSION:
+        raise _bad(path, data_file, f"has version {version}; this fastdata reads version {VERSION}")
+    if len(data) != head + 4 * count + _TAIL.size or _TAIL.unpack_from(data, len(data) - 4)[0] != crc32c(data[:-4]):
+        raise _bad(path, data_file, "is damaged (its own CRC32C does not match)")
+    if count != records or size != data_bytes:
+        raise _bad(
+            path, data_file,
+            f"describes {count} records in {size} bytes, but {os.fspath(data_file)} holds {records} records "
+            f"in {data_bytes} bytes: the shard changed after its checksums were computed",
+        )
+    return memoryview(data)[head : head + 4 * count].cast("I")
+
+
+def _bad(path: str, data_file: str | os.PathLike[str], what: str) -> FormatError:
+    return FormatError(
+        f"record checksums {what}", path=path,
+        hint=f"restore the shard and its checksums, re-convert, or for a shard fastdata did not write "
+        f"recompute them with `{REBUILD} {os.fspath(data_file)}`",
+    )
+
+
+def mismatch(path: str | os.PathLike[str], record: int, *, offset: int | None = None, key: object = None) -> FormatError:
+    """The error for a record whose bytes no longer match their checksum."""
+    return FormatError(
+        f"record {record}: CRC32C mismatch, the stored bytes changed since they were written (damaged shard)",
+        path=path, offset=offset, key=key,
+        hint="restore the shard from a good copy or re-convert; `fastdata verify` lists every damaged record",
+    )
+
+
+# -- whole-file digests -------------------------------------------------------
+
+def digest_of(data: bytes | memoryview) -> str:
+    return f"crc32c:{crc32c(data):08x}"
+
+
+def crc_digest(value: int) -> str:
+    return f"crc32c:{value:08x}"
+
+
+def file_digest(path: str | os.PathLike[str], kind: str = "crc32c", chunk: int = 1 << 22) -> str:
+    """``"crc32c:..."`` (or ``"sha256:..."``) of the file at ``path``, read in chunks."""
+    if kind == "sha256":
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            while block := f.read(chunk):
+                h.update(block)
+        return f"sha256:{h.hexdigest()}"
+    value = 0
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            value = crc32c(block, value)
+    return crc_digest(value)
+
+
+def matches(path: str | os.PathLike[str], digest: str) -> bool:
+    """Whether the file at ``path`` has ``digest`` (``"crc32c:..."``, ``"sha256:..."`` or a bare sha256 hex)."""
+    kind, _, value = digest.partition(":")
+    if not value:
+        kind, value = "sha256", digest
+    if kind not in ("crc32c", "sha256"):
+        return False
+    return file_digest(path, kind) == f"{kind}:{value}"
