@@ -163,8 +163,11 @@ class WorkerPool:
 
     def __exit__(self, kind: object, *exc: object) -> None:
         if kind is not None:
-            for process in list((getattr(self._executor, "_processes", None) or {}).values()):
+            processes = list((getattr(self._executor, "_processes", None) or {}).values())
+            for process in processes:
                 process.kill()
+            for process in processes:  # gone before the caller clears their partial files (a late open() wins else)
+                process.join(5)
             self._executor.shutdown(wait=False, cancel_futures=True)
         else:
             self._executor.shutdown(wait=True)
