@@ -7,6 +7,7 @@
 #include <jpeglib.h>
 
 #include "cropdecode.h"
+#include "resegment.h"
 #include "restarts.h"
 #include "segments.h"
 
@@ -105,11 +106,19 @@ static PyObject *set_segments(PyObject *self, PyObject *arg) {
     return set_flag(&fd_allow_segments, arg);
 }
 
+static PyObject *set_resegment(PyObject *self, PyObject *arg) {
+    (void)self;
+    return set_flag(&fd_allow_resegment, arg);
+}
+
 static PyMethodDef methods[] = {
     {"decode_resized", decode_resized, METH_VARARGS, decode_resized_doc},
     {"add_restarts", add_restarts, METH_VARARGS, add_restarts_doc},
     {"_set_segments", set_segments, METH_O,
      "Allow (True) or forbid decoding only the restart segments a crop needs; returns the previous setting. For tests."},
+    {"_set_resegment", set_resegment, METH_O,
+     "Allow (True) or forbid add_restarts's fast path, which cuts the source's entropy-coded data into "
+     "segments, so that every file is re-encoded with libjpeg; returns the previous setting. For tests and benchmarks."},
     {"_set_avx2", set_avx2, METH_O, "Allow (True) or forbid the AVX2 kernels; returns the previous setting. For tests."},
     {NULL, NULL, 0, NULL},
 };

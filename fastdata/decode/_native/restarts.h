@@ -16,6 +16,9 @@
  * FD_UNSUPPORTED: not a single-scan-able 8-bit Huffman JPEG of 1 (unsubsampled)
  * or 3 YCbCr/RGB components, e.g. progressive, arithmetic, CMYK.
  * FD_ERROR: corrupt or truncated (any libjpeg warning). FD_NOMEM. */
+/* MCUs per restart segment for mx MCUs per row (see restarts.c). */
+unsigned fd_restart_interval(unsigned mx, int chunks);
+
 int fd_add_restarts(const uint8_t *data, size_t size, int chunks, int optimize, uint8_t **out, size_t *out_size,
                     fd_result *res);
 

@@ -1,0 +1,419 @@
+/* Restart markers by cutting the entropy-coded data (see resegment.h).
+ *
+ * One pass of Huffman decoding finds where each block starts and ends and
+ * keeps the DC predictions; the bits in between are copied (one bulk copy
+ * per segment). No coefficient is stored, no table is rebuilt: the cost is
+ * close to a Huffman decode, against libjpeg's decode + two encode passes.
+ * The code decodes exactly as libjpeg's jdhuff.c does (same table checks,
+ * same end-of-block rule), so the blocks it finds are the ones libjpeg sees. */
+#include "resegment.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "restarts.h"
+
+int fd_allow_resegment = 1;
+
+#define LOOK 9     /* codes up to this long decode with one table look-up */
+#define PAD 1024   /* zero bytes after the data: one block reads at most 64 x 31 bits */
+#define MAX_BLOCKS 10 /* libjpeg's limit on blocks per MCU */
+
+struct htable {
+    uint16_t look[1 << LOOK]; /* code length << 8 | symbol, 0: a longer code */
+    uint16_t skip[1 << LOOK]; /* AC: bits to skip (code and value) | (zeros run + 1) << 5 | end of block << 10 */
+    int32_t maxcode[18];      /* largest code of each length, -1: none */
+    int32_t valoff[17];       /* symbol index of a code of length l: code + valoff[l] */
+    uint8_t vals[256];
+    uint16_t code[16];        /* DC tables: the code of each category, */
+    uint8_t size[16];         /* and its length (0: the table has none) */
+    int defined, dc_ok;
+};
+
+struct layout {
+    size_t sos, scan;      /* offsets of the SOS marker and of the first entropy-coded byte */
+    unsigned mx, my;       /* MCUs per row and per column */
+    int nblocks;           /* blocks per MCU */
+    int comp[MAX_BLOCKS];  /* scan component of each block */
+    int first[MAX_BLOCKS]; /* the component's first block in the MCU */
+    int dc[3], ac[3];      /* table indices of each scan component */
+    int ncomp;
+    struct htable tables[2][4]; /* [DC, AC][id] */
+};
+
+static unsigned be16(const uint8_t *p) { return (unsigned)p[0] << 8 | p[1]; }
+
+/* libjpeg's jpeg_make_d_derived_tbl, checks included (0: libjpeg refuses it). */
+static int build_table(struct htable *t, const uint8_t *bits, const uint8_t *vals, int dc) {
+    int32_t code = 0;
+    int k = 0;
+    memset(t, 0, sizeof(*t));
+    t->dc_ok = 1;
+    for (int l = 1; l <= 16; l++) {
+        t->valoff[l] = k - code;
+        t->maxcode[l] = bits[l - 1] ? code + bits[l - 1] - 1 : -1;
+        for (int i = 0; i < bits[l - 1]; i++, k++, code++) {
+            uint8_t sym = vals[k];
+            t->vals[k] = sym;
+            int r = sym >> 4, size = sym & 15;
+            unsigned skip = size ? (unsigned)(l + size) | (unsigned)(r + 1) << 5 : r == 15 ? (unsigned)l | 16u << 5 : (unsigned)l | 1u << 10;
+            if (l <= LOOK)
+                for (int32_t e = code << (LOOK - l); e < (code + 1) << (LOOK - l); e++)
+                    t->look[e] = (uint16_t)(l << 8 | sym), t->skip[e] = (uint16_t)skip;
+            if (sym > 15) t->dc_ok = 0;
+            else if (!t->size[sym]) t->code[sym] = (uint16_t)code, t->size[sym] = (uint8_t)l;
+        }
+        if (code >= (int32_t)1 << l) return 0; /* an all-ones code */
+        code <<= 1;
+    }
+    t->maxcode[17] = INT32_MAX;
+    if (dc && !t->dc_ok) return 0; /* libjpeg: DC symbols above 15 are a bad table */
+    t->defined = 1;
+    return 1;
+}
+
+/* A DC table's counts and values with a code for every category 0..11 it
+ * lacks: a segment starts from prediction 0, so its first DC difference is
+ * the whole DC value, which an optimised table may have no code for (it only
+ * saw differences). The new codes take the unused end of the code space, so
+ * every existing code stays the same; where 16 bits leave no room for them
+ * the table is kept as it is. Returns the number of values. */
+static int extend_dc(const uint8_t *bits, const uint8_t *vals, uint8_t *nbits, uint8_t *nvals) {
+    int n = 0, longest = 0, k = 0;
+    int32_t next = 0; /* the first unused code of the longest length */
+    uint8_t have[16] = {0};
+    for (int l = 1; l <= 16; l++) {
+        if (bits[l - 1]) {
+            next = (next << (l - longest)) + bits[l - 1], longest = l;
+            for (int i = 0; i < bits[l - 1]; i++) have[vals[n + i] & 15] |= vals[n + i] < 16;
+        }
+        n += bits[l - 1];
+    }
+    memcpy(nbits, bits, 16), memcpy(nvals, vals, (size_t)n);
+    for (int c = 0; c <= 11; c++)
+        if (!have[c]) nvals[n + k++] = (uint8_t)c;
+    for (int l = longest > 0 ? longest : 1; k && n + k <= 256 && l <= 16; l++)
+        if (((int32_t)1 << l) - 1 - (next << (l - longest)) >= k) { /* the all-ones code stays unused */
+            nbits[l - 1] = (uint8_t)(nbits[l - 1] + k);
+            return n + k;
+        }
+    return n;
+}
+
+static int read_dht(struct layout *L, const uint8_t *s, unsigned len) {
+    uint8_t bits[16], vals[256];
+    while (len > 0) {
+        if (len < 17) return 0;
+        unsigned cls = s[0] >> 4, id = s[0] & 15, n = 0;
+        for (int l = 0; l < 16; l++) n += s[1 + l];
+        if (cls > 1 || id > 3 || n > 256 || 17 + n > len) return 0;
+        if (cls == 0) extend_dc(s + 1, s + 17, bits, vals);
+        else memcpy(bits, s + 1, 16), memcpy(vals, s + 17, n);
+        if (!build_table(&L->tables[cls][id], bits, vals, cls == 0)) return 0;
+        s += 17 + n, len -= 17 + n;
+    }
+    return 1;
+}
+
+/* The markers before the scan: 1 if this file is one this code rewrites. */
+static int read_header(const uint8_t *d, size_t size, struct layout *L) {
+    int ids[3], hs[3], vs[3], ncomp = 0;
+    unsigned width = 0, height = 0;
+    if (size < 4 || d[0] != 0xFF || d[1] != 0xD8) return 0;
+    for (size_t p = 2;;) {
+        if (p + 4 > size || d[p] != 0xFF) return 0;
+        unsigned m = d[p + 1], len = be16(d + p + 2);
+        if (len < 2 || p + 2 + len > size) return 0;
+        const uint8_t *s = d + p + 4;
+        len -= 2;
+        if (m == 0xC0 || m == 0xC1) {
+            if (ncomp || len < 6 || s[0] != 8) return 0;
+            height = be16(s + 1), width = be16(s + 3), ncomp = s[5];
+            if (!height || !width || (ncomp != 1 && ncomp != 3) || len != 6 + 3u * (unsigned)ncomp) return 0;
+            for (int i = 0; i < ncomp; i++) {
+                ids[i] = s[6 + 3 * i], hs[i] = s[7 + 3 * i] >> 4, vs[i] = s[7 + 3 * i] & 15;
+                if (hs[i] < 1 || hs[i] > 4 || vs[i] < 1 || vs[i] > 4 || (ncomp == 1 && (hs[i] != 1 || vs[i] != 1))) return 0;
+                for (int j = 0; j < i; j++)
+                    if (ids[j] == ids[i]) return 0;
+            }
+        } else if (m == 0xC4) {
+            if (!read_dht(L, s, len)) return 0;
+        } else if (m == 0xDA) {
+            if (!ncomp || len < 1 || s[0] != ncomp || len != 4 + 2u * (unsigned)ncomp) return 0;
+            const uint8_t *t = s + 1 + 2 * ncomp;
+            if (t[0] != 0 || t[1] != 63 || t[2] != 0) return 0;
+            int hmax = 1, vmax = 1;
+            for (int i = 0; i < ncomp; i++) hmax = hs[i] > hmax ? hs[i] : hmax, vmax = vs[i] > vmax ? vs[i] : vmax;
+            L->ncomp = ncomp, L->nblocks = 0;
+            for (int j = 0; j < ncomp; j++) {
+                int c = 0;
+                while (c < ncomp && ids[c] != s[1 + 2 * j]) c++;
+                for (int i = 0; i < j; i++)
+                    if (s[1 + 2 * i] == s[1 + 2 * j]) return 0;
+                if (c == ncomp) return 0;
+                L->dc[j] = s[2 + 2 * j] >> 4, L->ac[j] = s[2 + 2 * j] & 15;
+                if (L->dc[j] > 3 || L->ac[j] > 3 || !L->tables[0][L->dc[j]].defined || !L->tables[1][L->ac[j]].defined) return 0;
+                int n = ncomp == 1 ? 1 : hs[c] * vs[c];
+                if (L->nblocks + n > MAX_BLOCKS) return 0;
+                for (int b = 0; b < n; b++) L->comp[L->nblocks + b] = j, L->first[L->nblocks + b] = b == 0;
+                L->nblocks += n;
+            }
+            L->mx = (width + 8 * hmax - 1) / (8 * hmax), L->my = (height + 8 * vmax - 1) / (8 * vmax);
+            L->sos = p, L->scan = p + 4 + len;
+            return 1;
+        } else if (m < 0xC0 || (m >= 0xC2 && m <= 0xCF) || (m >= 0xD0 && m <= 0xD9) || m == 0xDC || m == 0xDD) {
+            return 0; /* other frames, DNL, DRI (markers already there), standalone markers */
+        }
+        p += 4 + len;
+    }
+}
+
+/* The entropy-coded bytes with the stuffed zeros taken out, then PAD zeros,
+ * in *u (*n bytes). FD_RESEGMENT_DECLINED when the marker that ends them is
+ * not EOI (another scan, DNL, restart markers without a DRI, truncation). */
+static int unstuff(const uint8_t *d, size_t size, size_t scan, uint8_t **u, size_t *n) {
+    size_t i = scan, k = 0;
+    if (!(*u = malloc(size - scan + PAD))) return FD_NOMEM;
+    for (;;) {
+        const uint8_t *ff = memchr(d + i, 0xFF, size - i);
+        size_t j = ff ? (size_t)(ff - d) : size;
+        memcpy(*u + k, d + i, j - i), k += j - i;
+        if (j + 1 < size && d[j + 1] == 0x00) {
+            (*u)[k++] = 0xFF, i = j + 2;
+            continue;
+        }
+        while (j + 1 < size && d[j + 1] == 0xFF) j++; /* fill bytes */
+        if (j + 1 >= size || d[j + 1] != 0xD9) return FD_RESEGMENT_DECLINED;
+        memset(*u + k, 0, PAD);
+        *n = k;
+        return FD_OK;
+    }
+}
+
+static inline uint64_t peek(const uint8_t *u, size_t pos) {
+    uint64_t w;
+    memcpy(&w, u + (pos >> 3), 8);
+#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    w = __builtin_bswap64(w);
+#else
+    const uint8_t *p = u + (pos >> 3);
+    w = 0;
+    for (int i = 0; i < 8; i++) w = w << 8 | p[i];
+#endif
+    return w << (pos & 7);
+}
+
+static inline int decode(const struct htable *t, const uint8_t *u, size_t *pos) {
+    uint64_t w = peek(u, *pos);
+    unsigned e = t->look[w >> (64 - LOOK)];
+    if (e) {
+        *pos += e >> 8;
+        return (int)(e & 0xFF);
+    }
+    for (int l = LOOK + 1; l <= 16; l++) {
+        int32_t code = (int32_t)(w >> (64 - l));
+        if (code <= t->maxcode[l]) {
+            *pos += (size_t)l;
+            return t->vals[code + t->valoff[l]];
+        }
+    }
+    return -1;
+}
+
+/* One block: *dc gets its DC difference, *after_dc the position after the DC
+ * code and bits. Ends where libjpeg's decode_mcu ends it (k may run past 63). */
+static inline int walk_block(const struct htable *dct, const struct htable *act, const uint8_t *u, size_t *pos,
+                             int64_t *dc, size_t *after_dc) {
+    int s = decode(dct, u, pos);
+    if (s < 0) return 0;
+    if (s) {
+        uint32_t r = (uint32_t)(peek(u, *pos) >> (64 - s));
+        *pos += (size_t)s;
+        *dc += r < (1u << (s - 1)) ? (int64_t)r - ((int64_t)1 << s) + 1 : (int64_t)r;
+    }
+    *after_dc = *pos;
+    for (int k = 1; k < 64;) {
+        unsigned e = act->skip[peek(u, *pos) >> (64 - LOOK)];
+        if (e) { /* most codes: one look-up */
+            *pos += e & 31;
+            if (e >> 10) break;
+            k += (int)(e >> 5 & 31);
+            continue;
+        }
+        int sym = decode(act, u, pos);
+        if (sym < 0) return 0;
+        int r = sym >> 4;
+        s = sym & 15;
+        if (s) k += r + 1, *pos += (size_t)s;
+        else if (r != 15) break;
+        else k += 16;
+    }
+    return 1;
+}
+
+struct writer {
+    uint8_t *buf;
+    size_t len, cap;
+    uint64_t acc;
+    int n; /* bits in acc not yet written, < 32 between calls */
+};
+
+static int reserve(struct writer *w, size_t extra) {
+    if (w->cap - w->len >= extra) return 1;
+    size_t cap = w->cap * 2 > w->len + extra ? w->cap * 2 : w->len + extra;
+    uint8_t *bigger = realloc(w->buf, cap);
+    if (!bigger) return 0;
+    w->buf = bigger, w->cap = cap;
+    return 1;
+}
+
+static inline void put_byte(struct writer *w, uint8_t b) {
+    w->buf[w->len++] = b;
+    if (b == 0xFF) w->buf[w->len++] = 0; /* byte stuffing */
+}
+
+/* n <= 32 bits, bits < 2^n. Room for 8 bytes must be reserved. */
+static inline void put(struct writer *w, uint32_t bits, int n) {
+    w->acc = w->acc << n | bits;
+    w->n += n;
+    if (w->n < 32) return;
+    w->n -= 32;
+    uint32_t v = (uint32_t)(w->acc >> w->n);
+    if (((~v - 0x01010101u) & v & 0x80808080u) == 0) { /* no 0xFF byte: ~v has no zero byte */
+        uint8_t *p = w->buf + w->len;
+        p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+        w->len += 4;
+    } else {
+        for (int sh = 24; sh >= 0; sh -= 8) put_byte(w, (uint8_t)(v >> sh));
+    }
+}
+
+/* Bits [a, b) of the source. Room for 2 * (b - a) / 8 + 8 bytes must be reserved. */
+static void copy_bits(struct writer *w, const uint8_t *u, size_t a, size_t b) {
+    for (; b - a >= 32; a += 32) put(w, (uint32_t)(peek(u, a) >> 32), 32);
+    if (b > a) put(w, (uint32_t)(peek(u, a) >> (64 - (b - a))), (int)(b - a));
+}
+
+/* Pad the segment with one bits to a byte boundary, as libjpeg does. */
+static void end_segment(struct writer *w) {
+    if (w->n & 7) put(w, (1u << (8 - (w->n & 7))) - 1, 8 - (w->n & 7));
+    while (w->n >= 8) w->n -= 8, put_byte(w, (uint8_t)(w->acc >> w->n));
+}
+
+/* The first MCU of a segment: each component's first DC coded from 0. */
+static int first_mcu(const struct layout *L, struct writer *w, const uint8_t *u, size_t *pos, int64_t *dc) {
+    for (int b = 0; b < L->nblocks; b++) {
+        int c = L->comp[b];
+        const struct htable *dct = &L->tables[0][L->dc[c]];
+        size_t start = *pos, after_dc;
+        if (!walk_block(dct, &L->tables[1][L->ac[c]], u, pos, &dc[c], &after_dc)) return FD_ERROR;
+        if (!reserve(w, 2 * ((*pos - start) / 8) + 24)) return FD_NOMEM;
+        if (L->first[b]) {
+            int64_t v = dc[c], mag = v < 0 ? -v : v;
+            int cat = 0;
+            while (mag >> cat) cat++;
+            if (cat > 15 || !dct->size[cat]) return FD_RESEGMENT_DECLINED;
+            put(w, dct->code[cat], dct->size[cat]);
+            if (cat) put(w, (uint32_t)(v < 0 ? v + ((int64_t)1 << cat) - 1 : v), cat);
+            start = after_dc;
+        }
+        copy_bits(w, u, start, *pos);
+    }
+    return FD_OK;
+}
+
+static int write_scan(const struct layout *L, struct writer *w, const uint8_t *u, size_t nbits, unsigned interval) {
+    uint64_t total = (uint64_t)L->mx * L->my;
+    int64_t dc[3] = {0, 0, 0};
+    size_t pos = 0;
+    for (uint64_t m0 = 0, seg = 0; m0 < total; m0 += interval, seg++) {
+        int st = first_mcu(L, w, u, &pos, dc);
+        if (st != FD_OK) return st;
+        if (pos > nbits) return FD_ERROR;
+        size_t mark = pos, after_dc;
+        uint64_t m1 = m0 + interval < total ? m0 + interval : total;
+        for (uint64_t m = m0 + 1; m < m1; m++) {
+            for (int b = 0; b < L->nblocks; b++) {
+                int c = L->comp[b];
+                if (!walk_block(&L->tables[0][L->dc[c]], &L->tables[1][L->ac[c]], u, &pos, &dc[c], &after_dc))
+                    return FD_ERROR;
+            }
+            if (pos > nbits) return FD_ERROR;
+        }
+        if (!reserve(w, 2 * ((pos - mark) / 8) + 32)) return FD_NOMEM;
+        copy_bits(w, u, mark, pos);
+        end_segment(w);
+        if (m1 < total) w->buf[w->len++] = 0xFF, w->buf[w->len++] = (uint8_t)(0xD0 + (seg & 7));
+    }
+    /* What is left must be the last byte's padding: more is extraneous data (libjpeg warns). */
+    return nbits - pos < 8 ? FD_OK : FD_RESEGMENT_DECLINED;
+}
+
+/* The markers before the SOS as they are, but the DC tables extended (extend_dc). */
+static int copy_header(const uint8_t *d, size_t sos, struct writer *w) {
+    uint8_t bits[16], vals[256];
+    memcpy(w->buf, d, 2), w->len = 2;
+    for (size_t p = 2; p < sos;) { /* read_header has checked these lengths */
+        unsigned m = d[p + 1], len = be16(d + p + 2);
+        if (!reserve(w, 2 + len + 12 * (len / 17 + 1))) return FD_NOMEM;
+        if (m != 0xC4) {
+            memcpy(w->buf + w->len, d + p, 2 + len), w->len += 2 + len, p += 2 + len;
+            continue;
+        }
+        size_t at = w->len;
+        w->len += 4;
+        for (const uint8_t *s = d + p + 4, *end = d + p + 2 + len; s < end;) {
+            unsigned n = 0;
+            for (int l = 0; l < 16; l++) n += s[1 + l];
+            if (s[0] >> 4 == 0) {
+                int nn = extend_dc(s + 1, s + 17, bits, vals);
+                w->buf[w->len] = s[0], memcpy(w->buf + w->len + 1, bits, 16), memcpy(w->buf + w->len + 17, vals, (size_t)nn);
+                w->len += 17 + (size_t)nn;
+            } else {
+                memcpy(w->buf + w->len, s, 17 + n), w->len += 17 + n;
+            }
+            s += 17 + n;
+        }
+        size_t seglen = w->len - at - 2;
+        if (seglen > 0xFFFF) return FD_RESEGMENT_DECLINED;
+        w->buf[at] = 0xFF, w->buf[at + 1] = 0xC4, w->buf[at + 2] = (uint8_t)(seglen >> 8), w->buf[at + 3] = (uint8_t)seglen;
+        p += 2 + len;
+    }
+    return FD_OK;
+}
+
+static const uint8_t DRI[] = {0xFF, 0xDD, 0x00, 0x04};
+
+int fd_resegment(const uint8_t *d, size_t size, int chunks, uint8_t **out, size_t *out_size, fd_result *res) {
+    struct layout *L = calloc(1, sizeof(*L));
+    struct writer w = {0};
+    uint8_t *u = NULL;
+    size_t n = 0;
+    int st = L ? FD_RESEGMENT_DECLINED : FD_NOMEM;
+    if (!L || !read_header(d, size, L) || (st = unstuff(d, size, L->scan, &u, &n)) != FD_OK) goto done;
+    unsigned interval = fd_restart_interval(L->mx, chunks);
+    st = FD_NOMEM;
+    w.cap = size + size / 8 + 1024;
+    if (!(w.buf = malloc(w.cap))) goto done;
+    if ((st = copy_header(d, L->sos, &w)) != FD_OK) goto done;
+    st = FD_NOMEM;
+    if (!reserve(&w, 6 + L->scan - L->sos)) goto done;
+    memcpy(w.buf + w.len, DRI, 4);
+    w.buf[w.len + 4] = (uint8_t)(interval >> 8), w.buf[w.len + 5] = (uint8_t)interval;
+    memcpy(w.buf + w.len + 6, d + L->sos, L->scan - L->sos);
+    w.len += 6 + L->scan - L->sos;
+    st = write_scan(L, &w, u, n * 8, interval);
+    if (st == FD_OK && !reserve(&w, 2)) st = FD_NOMEM;
+    if (st != FD_OK) goto done;
+    w.buf[w.len++] = 0xFF, w.buf[w.len++] = 0xD9;
+    *out = w.buf, *out_size = w.len, w.buf = NULL;
+done:
+    res->status = st;
+    if (st == FD_ERROR) snprintf(res->message, sizeof(res->message), "Corrupt JPEG data: bad Huffman code or premature end of data");
+    else if (st == FD_NOMEM) snprintf(res->message, sizeof(res->message), "out of memory");
+    free(w.buf);
+    free(u);
+    free(L);
+    return st;
+}
