@@ -3,11 +3,14 @@
 Builds tests/native/fuzz_cropdecode.c with the decoder's C sources twice (SIMD
 kernels, and plain C with -DFD_NO_SIMD), both with -fsanitize=address,undefined,
 writes seed JPEGs (baseline 4:2:0/4:2:2/4:4:4, progressive, restart markers,
-some in the layouts whose crops decode only the segments they need, grayscale,
-CMYK, odd tiny sizes), and runs the same mutations through both (some through
-the restart-marker transcode first).
+some in the layouts whose crops decode only the segments they need, optimised
+Huffman tables, grayscale, CMYK, odd tiny sizes), and runs the same mutations
+through both (some through the restart-marker transcode first: its fast path,
+or libjpeg's re-encode).
 Passes when neither sanitizer reports anything (crashes, memory errors, leaks
-at exit) and both builds produce the same pixels (hash of every output).
+at exit), both builds produce the same pixels (hash of every output), the
+segment decode equals the whole-file decode, and a transcoded input decodes to
+the same pixels as before its transcode.
 
     python tests/native/fuzz.py [--iterations 10000] [--seed 1] [--workdir DIR]
 
@@ -68,6 +71,9 @@ def write_seeds(workdir: Path) -> list[Path]:
     photo = Image.fromarray(np.clip(base + rng.normal(0, 20, base.shape), 0, 255).astype(np.uint8))
     variants = {
         "420.jpg": (photo, {"quality": 80}),
+        # Huffman tables fitted to the image: no code for some DC values (the transcode adds them)
+        "420_optimized.jpg": (photo, {"quality": 80, "optimize": True}),
+        "444_optimized_gray.jpg": (photo.convert("L"), {"quality": 95, "optimize": True}),
         "422.jpg": (photo, {"quality": 90, "subsampling": 1}),
         "444.jpg": (photo, {"quality": 95, "subsampling": 0}),
         "progressive.jpg": (photo, {"quality": 80, "progressive": True}),
