@@ -107,3 +107,23 @@ def test_bytes_after_eoi_are_dropped():
     out = native.add_restarts(data + b"trailing junk")
     assert out is not None and out.endswith(b"\xff\xd9") and b"trailing junk" not in out
     np.testing.assert_array_equal(pixels(out), pixels(data))
+
+
+@pytest.mark.parametrize("save", [{"restart_marker_blocks": 3}, {"restart_marker_rows": 1},
+                                  {"restart_marker_blocks": 7, "optimize": True}], ids=["3", "row", "7-optimised"])
+def test_sources_with_restart_markers_are_cut_anew(save):
+    """The source's own restart markers go; its DC values after them are re-coded
+    where no new segment starts."""
+    data = jpeg(photo(203, 331), quality=85, **save)
+    kept = [(c, p) for c, p in marker_segments(data) if c not in (0xC4, 0xDD)]
+    for chunks in (1, 5, 24):
+        out = native.add_restarts(data, chunks=chunks)
+        assert out is not None
+        np.testing.assert_array_equal(pixels(out), pixels(data))
+        assert [c for c, _ in marker_segments(out)].count(0xDD) == 1
+        assert [(c, p) for c, p in marker_segments(out) if c not in (0xC4, 0xDD)] == kept
+        assert {k: t for k, t in huffman_tables(out).items() if k[0] == 1} == \
+            {k: t for k, t in huffman_tables(data).items() if k[0] == 1}
+        again = native.add_restarts(out, chunks=3)
+        assert again is not None
+        np.testing.assert_array_equal(pixels(again), pixels(data))

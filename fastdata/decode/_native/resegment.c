@@ -39,7 +39,16 @@ struct layout {
     int first[MAX_BLOCKS]; /* the component's first block in the MCU */
     int dc[3], ac[3];      /* table indices of each scan component */
     int ncomp;
+    unsigned restart;      /* the source's restart interval (DRI), 0: none */
     struct htable tables[2][4]; /* [DC, AC][id] */
+};
+
+/* The source's entropy-coded data, stuffed zeros and restart markers taken out. */
+struct scan {
+    uint8_t *u;      /* the bytes, then PAD zeros */
+    size_t n;        /* how many */
+    size_t *rst;     /* where each restart marker was, as an offset into u */
+    size_t nrst, cap;
 };
 
 static unsigned be16(const uint8_t *p) { return (unsigned)p[0] << 8 | p[1]; }
@@ -162,33 +171,44 @@ static int read_header(const uint8_t *d, size_t size, struct layout *L) {
             L->mx = (width + 8 * hmax - 1) / (8 * hmax), L->my = (height + 8 * vmax - 1) / (8 * vmax);
             L->sos = p, L->scan = p + 4 + len;
             return 1;
-        } else if (m < 0xC0 || (m >= 0xC2 && m <= 0xCF) || (m >= 0xD0 && m <= 0xD9) || m == 0xDC || m == 0xDD) {
-            return 0; /* other frames, DNL, DRI (markers already there), standalone markers */
+        } else if (m == 0xDD) {
+            if (len != 2) return 0;
+            L->restart = be16(s);
+        } else if (m < 0xC0 || (m >= 0xC2 && m <= 0xCF) || (m >= 0xD0 && m <= 0xD9) || m == 0xDC) {
+            return 0; /* other frames, DNL, standalone markers */
         }
         p += 4 + len;
     }
 }
 
-/* The entropy-coded bytes with the stuffed zeros taken out, then PAD zeros,
- * in *u (*n bytes). FD_RESEGMENT_DECLINED when the marker that ends them is
- * not EOI (another scan, DNL, restart markers without a DRI, truncation). */
-static int unstuff(const uint8_t *d, size_t size, size_t scan, uint8_t **u, size_t *n) {
+/* Fills S from the scan's bytes. FD_RESEGMENT_DECLINED when a marker other
+ * than the expected RSTn (where the source has a DRI) comes before EOI:
+ * another scan, DNL, truncation. */
+static int unstuff(const uint8_t *d, size_t size, size_t scan, unsigned restart, struct scan *S) {
     size_t i = scan, k = 0;
-    if (!(*u = malloc(size - scan + PAD))) return FD_NOMEM;
+    if (!(S->u = malloc(size - scan + PAD))) return FD_NOMEM;
     for (;;) {
         const uint8_t *ff = memchr(d + i, 0xFF, size - i);
         size_t j = ff ? (size_t)(ff - d) : size;
-        memcpy(*u + k, d + i, j - i), k += j - i;
+        memcpy(S->u + k, d + i, j - i), k += j - i;
         if (j + 1 < size && d[j + 1] == 0x00) {
-            (*u)[k++] = 0xFF, i = j + 2;
+            S->u[k++] = 0xFF, i = j + 2;
             continue;
         }
         while (j + 1 < size && d[j + 1] == 0xFF) j++; /* fill bytes */
-        if (j + 1 >= size || d[j + 1] != 0xD9) return FD_RESEGMENT_DECLINED;
-        memset(*u + k, 0, PAD);
-        *n = k;
-        return FD_OK;
+        if (j + 1 >= size) return FD_RESEGMENT_DECLINED;
+        if (d[j + 1] == 0xD9) break;
+        if (!restart || d[j + 1] != 0xD0 + (S->nrst & 7)) return FD_RESEGMENT_DECLINED; /* libjpeg resyncs, warning */
+        if (S->nrst == S->cap) {
+            size_t cap = S->cap ? 2 * S->cap : 64, *bigger = realloc(S->rst, cap * sizeof(size_t));
+            if (!bigger) return FD_NOMEM;
+            S->rst = bigger, S->cap = cap;
+        }
+        S->rst[S->nrst++] = k, i = j + 2;
     }
+    memset(S->u + k, 0, PAD);
+    S->n = k;
+    return FD_OK;
 }
 
 static inline uint64_t peek(const uint8_t *u, size_t pos) {
@@ -301,8 +321,11 @@ static void end_segment(struct writer *w) {
     while (w->n >= 8) w->n -= 8, put_byte(w, (uint8_t)(w->acc >> w->n));
 }
 
-/* The first MCU of a segment: each component's first DC coded from 0. */
-static int first_mcu(const struct layout *L, struct writer *w, const uint8_t *u, size_t *pos, int64_t *dc) {
+/* The first MCU after a restart, in the output (base: 0) or only in the source
+ * (base: the DC values before it): each component's first DC re-coded as its
+ * difference from base. */
+static int first_mcu(const struct layout *L, struct writer *w, const uint8_t *u, size_t *pos, int64_t *dc,
+                     const int64_t *base) {
     for (int b = 0; b < L->nblocks; b++) {
         int c = L->comp[b];
         const struct htable *dct = &L->tables[0][L->dc[c]];
@@ -310,7 +333,7 @@ static int first_mcu(const struct layout *L, struct writer *w, const uint8_t *u,
         if (!walk_block(dct, &L->tables[1][L->ac[c]], u, pos, &dc[c], &after_dc)) return FD_ERROR;
         if (!reserve(w, 2 * ((*pos - start) / 8) + 24)) return FD_NOMEM;
         if (L->first[b]) {
-            int64_t v = dc[c], mag = v < 0 ? -v : v;
+            int64_t v = dc[c] - base[c], mag = v < 0 ? -v : v;
             int cat = 0;
             while (mag >> cat) cat++;
             if (cat > 15 || !dct->size[cat]) return FD_RESEGMENT_DECLINED;
@@ -323,31 +346,44 @@ static int first_mcu(const struct layout *L, struct writer *w, const uint8_t *u,
     return FD_OK;
 }
 
-static int write_scan(const struct layout *L, struct writer *w, const uint8_t *u, size_t nbits, unsigned interval) {
+static int write_scan(const struct layout *L, struct writer *w, const struct scan *S, unsigned interval) {
+    const uint8_t *u = S->u;
     uint64_t total = (uint64_t)L->mx * L->my;
-    int64_t dc[3] = {0, 0, 0};
-    size_t pos = 0;
-    for (uint64_t m0 = 0, seg = 0; m0 < total; m0 += interval, seg++) {
-        int st = first_mcu(L, w, u, &pos, dc);
-        if (st != FD_OK) return st;
-        if (pos > nbits) return FD_ERROR;
-        size_t mark = pos, after_dc;
-        uint64_t m1 = m0 + interval < total ? m0 + interval : total;
-        for (uint64_t m = m0 + 1; m < m1; m++) {
+    int64_t dc[3] = {0, 0, 0}, base[3] = {0, 0, 0};
+    size_t pos = 0, mark = 0, after_dc, nbits = S->n * 8, next_rst = 0;
+    for (uint64_t m = 0; m < total; m++) {
+        int out_restart = m && m % interval == 0, src_restart = m && L->restart && m % L->restart == 0;
+        if (out_restart || src_restart) {
+            if (!reserve(w, 2 * ((pos - mark) / 8) + 32)) return FD_NOMEM;
+            copy_bits(w, u, mark, pos);
+        }
+        if (src_restart) { /* libjpeg drops the rest of the byte; more before the marker is extraneous data */
+            if (next_rst == S->nrst || (pos + 7) / 8 != S->rst[next_rst]) return FD_RESEGMENT_DECLINED;
+            pos = S->rst[next_rst++] * 8;
+        }
+        if (out_restart) {
+            end_segment(w);
+            w->buf[w->len++] = 0xFF, w->buf[w->len++] = (uint8_t)(0xD0 + (m / interval - 1) % 8);
+        }
+        if (m == 0 || out_restart || src_restart) {
+            for (int c = 0; c < L->ncomp; c++) base[c] = out_restart || m == 0 ? 0 : dc[c], dc[c] = src_restart ? 0 : dc[c];
+            int st = first_mcu(L, w, u, &pos, dc, base);
+            if (st != FD_OK) return st;
+            mark = pos;
+        } else {
             for (int b = 0; b < L->nblocks; b++) {
                 int c = L->comp[b];
                 if (!walk_block(&L->tables[0][L->dc[c]], &L->tables[1][L->ac[c]], u, &pos, &dc[c], &after_dc))
                     return FD_ERROR;
             }
-            if (pos > nbits) return FD_ERROR;
         }
-        if (!reserve(w, 2 * ((pos - mark) / 8) + 32)) return FD_NOMEM;
-        copy_bits(w, u, mark, pos);
-        end_segment(w);
-        if (m1 < total) w->buf[w->len++] = 0xFF, w->buf[w->len++] = (uint8_t)(0xD0 + (seg & 7));
+        if (pos > nbits) return FD_ERROR;
     }
+    if (!reserve(w, 2 * ((pos - mark) / 8) + 32)) return FD_NOMEM;
+    copy_bits(w, u, mark, pos);
+    end_segment(w);
     /* What is left must be the last byte's padding: more is extraneous data (libjpeg warns). */
-    return nbits - pos < 8 ? FD_OK : FD_RESEGMENT_DECLINED;
+    return nbits - pos < 8 && next_rst == S->nrst ? FD_OK : FD_RESEGMENT_DECLINED;
 }
 
 /* The markers before the SOS as they are, but the DC tables extended (extend_dc). */
@@ -357,6 +393,10 @@ static int copy_header(const uint8_t *d, size_t sos, struct writer *w) {
     for (size_t p = 2; p < sos;) { /* read_header has checked these lengths */
         unsigned m = d[p + 1], len = be16(d + p + 2);
         if (!reserve(w, 2 + len + 12 * (len / 17 + 1))) return FD_NOMEM;
+        if (m == 0xDD) { /* the source's DRI: the new one goes before the SOS */
+            p += 2 + len;
+            continue;
+        }
         if (m != 0xC4) {
             memcpy(w->buf + w->len, d + p, 2 + len), w->len += 2 + len, p += 2 + len;
             continue;
@@ -388,10 +428,9 @@ static const uint8_t DRI[] = {0xFF, 0xDD, 0x00, 0x04};
 int fd_resegment(const uint8_t *d, size_t size, int chunks, uint8_t **out, size_t *out_size, fd_result *res) {
     struct layout *L = calloc(1, sizeof(*L));
     struct writer w = {0};
-    uint8_t *u = NULL;
-    size_t n = 0;
+    struct scan S = {0};
     int st = L ? FD_RESEGMENT_DECLINED : FD_NOMEM;
-    if (!L || !read_header(d, size, L) || (st = unstuff(d, size, L->scan, &u, &n)) != FD_OK) goto done;
+    if (!L || !read_header(d, size, L) || (st = unstuff(d, size, L->scan, L->restart, &S)) != FD_OK) goto done;
     unsigned interval = fd_restart_interval(L->mx, chunks);
     st = FD_NOMEM;
     w.cap = size + size / 8 + 1024;
@@ -403,7 +442,7 @@ int fd_resegment(const uint8_t *d, size_t size, int chunks, uint8_t **out, size_
     w.buf[w.len + 4] = (uint8_t)(interval >> 8), w.buf[w.len + 5] = (uint8_t)interval;
     memcpy(w.buf + w.len + 6, d + L->sos, L->scan - L->sos);
     w.len += 6 + L->scan - L->sos;
-    st = write_scan(L, &w, u, n * 8, interval);
+    st = write_scan(L, &w, &S, interval);
     if (st == FD_OK && !reserve(&w, 2)) st = FD_NOMEM;
     if (st != FD_OK) goto done;
     w.buf[w.len++] = 0xFF, w.buf[w.len++] = 0xD9;
@@ -413,7 +452,8 @@ done:
     if (st == FD_ERROR) snprintf(res->message, sizeof(res->message), "Corrupt JPEG data: bad Huffman code or premature end of data");
     else if (st == FD_NOMEM) snprintf(res->message, sizeof(res->message), "out of memory");
     free(w.buf);
-    free(u);
+    free(S.u);
+    free(S.rst);
     free(L);
     return st;
 }
