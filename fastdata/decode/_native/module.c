@@ -65,7 +65,9 @@ PyDoc_STRVAR(add_restarts_doc,
 "add_restarts(data, chunks, optimize)\n--\n\n"
 "The JPEG losslessly rewritten with a restart marker every MCUs-per-row / d MCUs\n"
 "(d: the largest divisor of the MCUs per row not above chunks), every APPn/COM\n"
-"marker kept; optimize: Huffman tables fitted to the image. The GIL is released.\n"
+"marker kept. The source's entropy-coded data is cut into segments; what that\n"
+"declines libjpeg re-encodes, with Huffman tables fitted to the image if optimize.\n"
+"The GIL is released.\n"
 "Returns bytes, or (status, message) when it could not (see STATUS_* constants).");
 
 static PyObject *add_restarts(PyObject *self, PyObject *args) {
