@@ -253,22 +253,31 @@ static inline int walk_block(const struct htable *dct, const struct htable *act,
         *dc += r < (1u << (s - 1)) ? (int64_t)r - ((int64_t)1 << s) + 1 : (int64_t)r;
     }
     *after_dc = *pos;
+    /* The AC codes: bits kept in a register (w, avail valid bits) between
+     * loads, which shortens the chain from one code to the next. */
+    size_t p = *pos;
+    uint64_t w = peek(u, p);
+    int avail = 56;
     for (int k = 1; k < 64;) {
-        unsigned e = act->skip[peek(u, *pos) >> (64 - LOOK)];
+        if (avail < 32) w = peek(u, p), avail = 56; /* a code and its value take at most 31 */
+        unsigned e = act->skip[w >> (64 - LOOK)];
         if (e) { /* most codes: one look-up */
-            *pos += e & 31;
+            unsigned n = e & 31;
+            p += n, w <<= n, avail -= (int)n;
             if (e >> 10) break;
             k += (int)(e >> 5 & 31);
             continue;
         }
-        int sym = decode(act, u, pos);
+        int sym = decode(act, u, &p);
         if (sym < 0) return 0;
         int r = sym >> 4;
         s = sym & 15;
-        if (s) k += r + 1, *pos += (size_t)s;
+        p += (size_t)s, w = peek(u, p), avail = 56;
+        if (s) k += r + 1;
         else if (r != 15) break;
         else k += 16;
     }
+    *pos = p;
     return 1;
 }
 
