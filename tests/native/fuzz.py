@@ -98,7 +98,29 @@ def write_seeds(workdir: Path) -> list[Path]:
         path = workdir / name
         path.write_bytes(buf.getvalue())
         paths.append(path)
+    paths.append(workdir / "longest_codes_420.jpg")
+    paths[-1].write_bytes(longest_codes_jpeg())
     return paths
+
+
+def longest_codes_jpeg() -> bytes:
+    """A 4:2:0 JPEG whose zero bits decode as the longest codes with the largest
+    values (16 + 15 bits per coefficient): data that ends early is read far
+    past its end before a block ends, the case a reader's padding must cover."""
+
+    def segment(marker: int, payload: bytes) -> bytes:
+        return bytes([0xFF, marker]) + (len(payload) + 2).to_bytes(2, "big") + payload
+
+    counts = bytes(15) + b"\x02"  # two codes, both 16 bits long
+    return b"".join([
+        b"\xff\xd8",
+        segment(0xDB, b"\x00" + bytes([1] * 64)),
+        segment(0xC0, b"\x08\x00\x20\x00\x20\x03" + b"\x01\x22\x00\x02\x11\x00\x03\x11\x00"),
+        segment(0xC4, b"\x00" + counts + b"\x0f\x00" + b"\x10" + counts + b"\x0f\x00"),
+        segment(0xDA, b"\x03\x01\x00\x02\x00\x03\x00\x00\x3f\x00"),
+        b"\x00" * 40,
+        b"\xff\xd9",
+    ])
 
 
 def run(iterations: int, seed: int, workdir: Path) -> dict[str, str]:

@@ -17,7 +17,7 @@
 int fd_allow_resegment = 1;
 
 #define LOOK 9     /* codes up to this long decode with one table look-up */
-#define PAD 1024   /* zero bytes after the data: one block reads at most 64 x 31 bits */
+#define PAD 1024   /* zero bytes after the data: one block reads at most 64 x 31 bits (+ 8 bytes) */
 #define MAX_BLOCKS 10 /* libjpeg's limit on blocks per MCU */
 
 struct htable {
@@ -87,7 +87,8 @@ static int build_table(struct htable *t, const uint8_t *bits, const uint8_t *val
  * the whole DC value, which an optimised table may have no code for (it only
  * saw differences). The new codes take the unused end of the code space, so
  * every existing code stays the same; where 16 bits leave no room for them
- * the table is kept as it is. Returns the number of values. */
+ * the table is kept as it is. Returns the number of values; nvals holds
+ * up to 12 more than vals. */
 static int extend_dc(const uint8_t *bits, const uint8_t *vals, uint8_t *nbits, uint8_t *nvals) {
     int n = 0, longest = 0, k = 0;
     int32_t next = 0; /* the first unused code of the longest length */
@@ -111,7 +112,7 @@ static int extend_dc(const uint8_t *bits, const uint8_t *vals, uint8_t *nbits, u
 }
 
 static int read_dht(struct layout *L, const uint8_t *s, unsigned len) {
-    uint8_t bits[16], vals[256];
+    uint8_t bits[16], vals[256 + 12];
     while (len > 0) {
         if (len < 17) return 0;
         unsigned cls = s[0] >> 4, id = s[0] & 15, n = 0;
@@ -242,9 +243,10 @@ static inline int decode(const struct htable *t, const uint8_t *u, size_t *pos) 
 }
 
 /* One block: *dc gets its DC difference, *after_dc the position after the DC
- * code and bits. Ends where libjpeg's decode_mcu ends it (k may run past 63). */
-static inline int walk_block(const struct htable *dct, const struct htable *act, const uint8_t *u, size_t *pos,
-                             int64_t *dc, size_t *after_dc) {
+ * code and bits. Ends where libjpeg's decode_mcu ends it (k may run past 63).
+ * 0: a bad code, or the block ends past nbits (libjpeg: data ends early). */
+static inline int walk_block(const struct htable *dct, const struct htable *act, const uint8_t *u, size_t nbits,
+                             size_t *pos, int64_t *dc, size_t *after_dc) {
     int s = decode(dct, u, pos);
     if (s < 0) return 0;
     if (s) {
@@ -278,7 +280,7 @@ static inline int walk_block(const struct htable *dct, const struct htable *act,
         else k += 16;
     }
     *pos = p;
-    return 1;
+    return p <= nbits;
 }
 
 struct writer {
@@ -333,13 +335,13 @@ static void end_segment(struct writer *w) {
 /* The first MCU after a restart, in the output (base: 0) or only in the source
  * (base: the DC values before it): each component's first DC re-coded as its
  * difference from base. */
-static int first_mcu(const struct layout *L, struct writer *w, const uint8_t *u, size_t *pos, int64_t *dc,
-                     const int64_t *base) {
+static int first_mcu(const struct layout *L, struct writer *w, const uint8_t *u, size_t nbits, size_t *pos,
+                     int64_t *dc, const int64_t *base) {
     for (int b = 0; b < L->nblocks; b++) {
         int c = L->comp[b];
         const struct htable *dct = &L->tables[0][L->dc[c]];
         size_t start = *pos, after_dc;
-        if (!walk_block(dct, &L->tables[1][L->ac[c]], u, pos, &dc[c], &after_dc)) return FD_ERROR;
+        if (!walk_block(dct, &L->tables[1][L->ac[c]], u, nbits, pos, &dc[c], &after_dc)) return FD_ERROR;
         if (!reserve(w, 2 * ((*pos - start) / 8) + 24)) return FD_NOMEM;
         if (L->first[b]) {
             int64_t v = dc[c] - base[c], mag = v < 0 ? -v : v;
@@ -376,17 +378,16 @@ static int write_scan(const struct layout *L, struct writer *w, const struct sca
         }
         if (m == 0 || out_restart || src_restart) {
             for (int c = 0; c < L->ncomp; c++) base[c] = out_restart || m == 0 ? 0 : dc[c], dc[c] = src_restart ? 0 : dc[c];
-            int st = first_mcu(L, w, u, &pos, dc, base);
+            int st = first_mcu(L, w, u, nbits, &pos, dc, base);
             if (st != FD_OK) return st;
             mark = pos;
         } else {
             for (int b = 0; b < L->nblocks; b++) {
                 int c = L->comp[b];
-                if (!walk_block(&L->tables[0][L->dc[c]], &L->tables[1][L->ac[c]], u, &pos, &dc[c], &after_dc))
+                if (!walk_block(&L->tables[0][L->dc[c]], &L->tables[1][L->ac[c]], u, nbits, &pos, &dc[c], &after_dc))
                     return FD_ERROR;
             }
         }
-        if (pos > nbits) return FD_ERROR;
     }
     if (!reserve(w, 2 * ((pos - mark) / 8) + 32)) return FD_NOMEM;
     copy_bits(w, u, mark, pos);
@@ -397,7 +398,7 @@ static int write_scan(const struct layout *L, struct writer *w, const struct sca
 
 /* The markers before the SOS as they are, but the DC tables extended (extend_dc). */
 static int copy_header(const uint8_t *d, size_t sos, struct writer *w) {
-    uint8_t bits[16], vals[256];
+    uint8_t bits[16], vals[256 + 12];
     memcpy(w->buf, d, 2), w->len = 2;
     for (size_t p = 2; p < sos;) { /* read_header has checked these lengths */
         unsigned m = d[p + 1], len = be16(d + p + 2);
