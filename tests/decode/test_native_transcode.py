@@ -127,3 +127,32 @@ def test_sources_with_restart_markers_are_cut_anew(save):
         again = native.add_restarts(out, chunks=3)
         assert again is not None
         np.testing.assert_array_equal(pixels(again), pixels(data))
+
+
+def two_block_gray_jpeg(scan: bytes) -> bytes:
+    """8x16 grey JPEG with a DC table of one code ('0': 0) and an AC table of one ('0': EOB)."""
+
+    def segment(marker: int, payload: bytes) -> bytes:
+        return bytes([0xFF, marker]) + (len(payload) + 2).to_bytes(2, "big") + payload
+
+    one_code = b"\x01" + bytes(15)
+    return b"".join([b"\xff\xd8", segment(0xDB, b"\x00" + bytes([1] * 64)),
+                     segment(0xC0, b"\x08\x00\x08\x00\x10\x01\x01\x11\x00"),
+                     segment(0xC4, b"\x00" + one_code + b"\x00" + b"\x10" + one_code + b"\x00"),
+                     segment(0xDA, b"\x01\x01\x00\x00\x3f\x00"), scan, b"\xff\xd9"])
+
+
+def test_a_code_only_the_extended_dc_table_has_is_a_bad_code_in_the_source():
+    """The added DC codes are for the output; read with them, damaged source
+    data would parse differently from libjpeg (which reads a bad code)."""
+    good = two_block_gray_jpeg(b"\x0f")  # 0 0 | 0 0, then padding
+    out = native.add_restarts(good, chunks=2)
+    assert out is not None
+    np.testing.assert_array_equal(pixels(out), pixels(good))
+    bad = two_block_gray_jpeg(b"\x21\x7f")  # 0 0 | 10000 (category 1 in the extended table) 1 0
+    for resegment in (True, False):
+        previous = native._cropdecode._set_resegment(resegment)
+        try:
+            assert native.add_restarts(bad, chunks=2) is None, resegment
+        finally:
+            native._cropdecode._set_resegment(previous)

@@ -26,9 +26,9 @@ struct htable {
     int32_t maxcode[18];      /* largest code of each length, -1: none */
     int32_t valoff[17];       /* symbol index of a code of length l: code + valoff[l] */
     uint8_t vals[256];
-    uint16_t code[16];        /* DC tables: the code of each category, */
-    uint8_t size[16];         /* and its length (0: the table has none) */
-    int defined, dc_ok;
+    uint16_t code[16];        /* DC tables: the code of each category in the extended table */
+    uint8_t size[16];         /* (extend_dc), and its length (0: none) */
+    int defined;
 };
 
 struct layout {
@@ -58,7 +58,6 @@ static int build_table(struct htable *t, const uint8_t *bits, const uint8_t *val
     int32_t code = 0;
     int k = 0;
     memset(t, 0, sizeof(*t));
-    t->dc_ok = 1;
     for (int l = 1; l <= 16; l++) {
         t->valoff[l] = k - code;
         t->maxcode[l] = bits[l - 1] ? code + bits[l - 1] - 1 : -1;
@@ -70,16 +69,22 @@ static int build_table(struct htable *t, const uint8_t *bits, const uint8_t *val
             if (l <= LOOK)
                 for (int32_t e = code << (LOOK - l); e < (code + 1) << (LOOK - l); e++)
                     t->look[e] = (uint16_t)(l << 8 | sym), t->skip[e] = (uint16_t)skip;
-            if (sym > 15) t->dc_ok = 0;
-            else if (!t->size[sym]) t->code[sym] = (uint16_t)code, t->size[sym] = (uint8_t)l;
+            if (dc && sym > 15) return 0; /* libjpeg: a bad DC table */
         }
         if (code >= (int32_t)1 << l) return 0; /* an all-ones code */
         code <<= 1;
     }
     t->maxcode[17] = INT32_MAX;
-    if (dc && !t->dc_ok) return 0; /* libjpeg: DC symbols above 15 are a bad table */
     t->defined = 1;
     return 1;
+}
+
+/* The code of each DC category in a table of these counts and values. */
+static void dc_codes(struct htable *t, const uint8_t *bits, const uint8_t *vals) {
+    int32_t code = 0;
+    for (int l = 1, k = 0; l <= 16; l++, code <<= 1)
+        for (int i = 0; i < bits[l - 1]; i++, k++, code++)
+            if (vals[k] < 16 && !t->size[vals[k]]) t->code[vals[k]] = (uint16_t)code, t->size[vals[k]] = (uint8_t)l;
 }
 
 /* A DC table's counts and values with a code for every category 0..11 it
@@ -118,9 +123,14 @@ static int read_dht(struct layout *L, const uint8_t *s, unsigned len) {
         unsigned cls = s[0] >> 4, id = s[0] & 15, n = 0;
         for (int l = 0; l < 16; l++) n += s[1 + l];
         if (cls > 1 || id > 3 || n > 256 || 17 + n > len) return 0;
-        if (cls == 0) extend_dc(s + 1, s + 17, bits, vals);
-        else memcpy(bits, s + 1, 16), memcpy(vals, s + 17, n);
-        if (!build_table(&L->tables[cls][id], bits, vals, cls == 0)) return 0;
+        /* The source is decoded with its own table: a code only the extended
+         * one has is a bad code there (libjpeg-turbo's fast path reads it as
+         * 0 without a warning). */
+        if (!build_table(&L->tables[cls][id], s + 1, s + 17, cls == 0)) return 0;
+        if (cls == 0) {
+            extend_dc(s + 1, s + 17, bits, vals);
+            dc_codes(&L->tables[cls][id], bits, vals);
+        }
         s += 17 + n, len -= 17 + n;
     }
     return 1;
