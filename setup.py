@@ -81,8 +81,8 @@ setup(
     ext_modules=[
         Extension(
             "fastdata.decode._cropdecode",
-            sources=[f"{NATIVE}/{name}.c" for name in ("module", "cropdecode", "resample", "kernels", "segments", "restarts", "resegment")],
-            depends=[f"{NATIVE}/{name}.h" for name in ("cropdecode", "resample", "kernels", "segments", "restarts", "resegment")],
+            sources=[f"{NATIVE}/{name}.c" for name in ("module", "cropdecode", "resample", "kernels", "segments", "restarts", "resegment", "huffman")],
+            depends=[f"{NATIVE}/{name}.h" for name in ("cropdecode", "resample", "kernels", "segments", "restarts", "resegment", "huffman")],
             libraries=["jpeg"],
             extra_compile_args=["-O3"] if os.name != "nt" else [],
         )

@@ -4,32 +4,20 @@
  * keeps the DC predictions; the bits in between are copied (one bulk copy
  * per segment). No coefficient is stored, no table is rebuilt: the cost is
  * close to a Huffman decode, against libjpeg's decode + two encode passes.
- * The code decodes exactly as libjpeg's jdhuff.c does (same table checks,
- * same end-of-block rule), so the blocks it finds are the ones libjpeg sees. */
+ * The tables, the reading and the writing of bits are in huffman.h. */
 #include "resegment.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "huffman.h"
 #include "restarts.h"
 
 int fd_allow_resegment = 1;
 
-#define LOOK 9     /* codes up to this long decode with one table look-up */
 #define PAD 1024   /* zero bytes after the data: one block reads at most 64 x 31 bits (+ 8 bytes) */
 #define MAX_BLOCKS 10 /* libjpeg's limit on blocks per MCU */
-
-struct htable {
-    uint16_t look[1 << LOOK]; /* code length << 8 | symbol, 0: a longer code */
-    uint16_t skip[1 << LOOK]; /* AC: bits to skip (code and value) | (zeros run + 1) << 5 | end of block << 10 */
-    int32_t maxcode[18];      /* largest code of each length, -1: none */
-    int32_t valoff[17];       /* symbol index of a code of length l: code + valoff[l] */
-    uint8_t vals[256];
-    uint16_t code[16];        /* DC tables: the code of each category in the extended table */
-    uint8_t size[16];         /* (extend_dc), and its length (0: none) */
-    int defined;
-};
 
 struct layout {
     size_t sos, scan;      /* offsets of the SOS marker and of the first entropy-coded byte */
@@ -53,69 +41,6 @@ struct scan {
 
 static unsigned be16(const uint8_t *p) { return (unsigned)p[0] << 8 | p[1]; }
 
-/* libjpeg's jpeg_make_d_derived_tbl, checks included (0: libjpeg refuses it). */
-static int build_table(struct htable *t, const uint8_t *bits, const uint8_t *vals, int dc) {
-    int32_t code = 0;
-    int k = 0;
-    memset(t, 0, sizeof(*t));
-    for (int l = 1; l <= 16; l++) {
-        t->valoff[l] = k - code;
-        t->maxcode[l] = bits[l - 1] ? code + bits[l - 1] - 1 : -1;
-        for (int i = 0; i < bits[l - 1]; i++, k++, code++) {
-            uint8_t sym = vals[k];
-            t->vals[k] = sym;
-            int r = sym >> 4, size = sym & 15;
-            unsigned skip = size ? (unsigned)(l + size) | (unsigned)(r + 1) << 5 : r == 15 ? (unsigned)l | 16u << 5 : (unsigned)l | 1u << 10;
-            if (l <= LOOK)
-                for (int32_t e = code << (LOOK - l); e < (code + 1) << (LOOK - l); e++)
-                    t->look[e] = (uint16_t)(l << 8 | sym), t->skip[e] = (uint16_t)skip;
-            if (dc && sym > 15) return 0; /* libjpeg: a bad DC table */
-        }
-        if (code >= (int32_t)1 << l) return 0; /* an all-ones code */
-        code <<= 1;
-    }
-    t->maxcode[17] = INT32_MAX;
-    t->defined = 1;
-    return 1;
-}
-
-/* The code of each DC category in a table of these counts and values. */
-static void dc_codes(struct htable *t, const uint8_t *bits, const uint8_t *vals) {
-    int32_t code = 0;
-    for (int l = 1, k = 0; l <= 16; l++, code <<= 1)
-        for (int i = 0; i < bits[l - 1]; i++, k++, code++)
-            if (vals[k] < 16 && !t->size[vals[k]]) t->code[vals[k]] = (uint16_t)code, t->size[vals[k]] = (uint8_t)l;
-}
-
-/* A DC table's counts and values with a code for every category 0..11 it
- * lacks: a segment starts from prediction 0, so its first DC difference is
- * the whole DC value, which an optimised table may have no code for (it only
- * saw differences). The new codes take the unused end of the code space, so
- * every existing code stays the same; where 16 bits leave no room for them
- * the table is kept as it is. Returns the number of values; nvals holds
- * up to 12 more than vals. */
-static int extend_dc(const uint8_t *bits, const uint8_t *vals, uint8_t *nbits, uint8_t *nvals) {
-    int n = 0, longest = 0, k = 0;
-    int32_t next = 0; /* the first unused code of the longest length */
-    uint8_t have[16] = {0};
-    for (int l = 1; l <= 16; l++) {
-        if (bits[l - 1]) {
-            next = (next << (l - longest)) + bits[l - 1], longest = l;
-            for (int i = 0; i < bits[l - 1]; i++) have[vals[n + i] & 15] |= vals[n + i] < 16;
-        }
-        n += bits[l - 1];
-    }
-    memcpy(nbits, bits, 16), memcpy(nvals, vals, (size_t)n);
-    for (int c = 0; c <= 11; c++)
-        if (!have[c]) nvals[n + k++] = (uint8_t)c;
-    for (int l = longest > 0 ? longest : 1; k && n + k <= 256 && l <= 16; l++)
-        if (((int32_t)1 << l) - 1 - (next << (l - longest)) >= k) { /* the all-ones code stays unused */
-            nbits[l - 1] = (uint8_t)(nbits[l - 1] + k);
-            return n + k;
-        }
-    return n;
-}
-
 static int read_dht(struct layout *L, const uint8_t *s, unsigned len) {
     uint8_t bits[16], vals[256 + 12];
     while (len > 0) {
@@ -126,10 +51,10 @@ static int read_dht(struct layout *L, const uint8_t *s, unsigned len) {
         /* The source is decoded with its own table: a code only the extended
          * one has is a bad code there (libjpeg-turbo's fast path reads it as
          * 0 without a warning). */
-        if (!build_table(&L->tables[cls][id], s + 1, s + 17, cls == 0)) return 0;
+        if (!fd_huff_table(&L->tables[cls][id], s + 1, s + 17, cls == 0)) return 0;
         if (cls == 0) {
-            extend_dc(s + 1, s + 17, bits, vals);
-            dc_codes(&L->tables[cls][id], bits, vals);
+            fd_huff_extend_dc(s + 1, s + 17, bits, vals);
+            fd_huff_dc_codes(&L->tables[cls][id], bits, vals);
         }
         s += 17 + n, len -= 17 + n;
     }
@@ -222,126 +147,6 @@ static int unstuff(const uint8_t *d, size_t size, size_t scan, unsigned restart,
     return FD_OK;
 }
 
-static inline uint64_t peek(const uint8_t *u, size_t pos) {
-    uint64_t w;
-    memcpy(&w, u + (pos >> 3), 8);
-#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    w = __builtin_bswap64(w);
-#else
-    const uint8_t *p = u + (pos >> 3);
-    w = 0;
-    for (int i = 0; i < 8; i++) w = w << 8 | p[i];
-#endif
-    return w << (pos & 7);
-}
-
-static inline int decode(const struct htable *t, const uint8_t *u, size_t *pos) {
-    uint64_t w = peek(u, *pos);
-    unsigned e = t->look[w >> (64 - LOOK)];
-    if (e) {
-        *pos += e >> 8;
-        return (int)(e & 0xFF);
-    }
-    for (int l = LOOK + 1; l <= 16; l++) {
-        int32_t code = (int32_t)(w >> (64 - l));
-        if (code <= t->maxcode[l]) {
-            *pos += (size_t)l;
-            return t->vals[code + t->valoff[l]];
-        }
-    }
-    return -1;
-}
-
-/* One block: *dc gets its DC difference, *after_dc the position after the DC
- * code and bits. Ends where libjpeg's decode_mcu ends it (k may run past 63).
- * 0: a bad code, or the block ends past nbits (libjpeg: data ends early). */
-static inline int walk_block(const struct htable *dct, const struct htable *act, const uint8_t *u, size_t nbits,
-                             size_t *pos, int64_t *dc, size_t *after_dc) {
-    int s = decode(dct, u, pos);
-    if (s < 0) return 0;
-    if (s) {
-        uint32_t r = (uint32_t)(peek(u, *pos) >> (64 - s));
-        *pos += (size_t)s;
-        *dc += r < (1u << (s - 1)) ? (int64_t)r - ((int64_t)1 << s) + 1 : (int64_t)r;
-    }
-    *after_dc = *pos;
-    /* The AC codes: bits kept in a register (w, avail valid bits) between
-     * loads, which shortens the chain from one code to the next. */
-    size_t p = *pos;
-    uint64_t w = peek(u, p);
-    int avail = 56;
-    for (int k = 1; k < 64;) {
-        if (avail < 32) w = peek(u, p), avail = 56; /* a code and its value take at most 31 */
-        unsigned e = act->skip[w >> (64 - LOOK)];
-        if (e) { /* most codes: one look-up */
-            unsigned n = e & 31;
-            p += n, w <<= n, avail -= (int)n;
-            if (e >> 10) break;
-            k += (int)(e >> 5 & 31);
-            continue;
-        }
-        int sym = decode(act, u, &p);
-        if (sym < 0) return 0;
-        int r = sym >> 4;
-        s = sym & 15;
-        p += (size_t)s, w = peek(u, p), avail = 56;
-        if (s) k += r + 1;
-        else if (r != 15) break;
-        else k += 16;
-    }
-    *pos = p;
-    return p <= nbits;
-}
-
-struct writer {
-    uint8_t *buf;
-    size_t len, cap;
-    uint64_t acc;
-    int n; /* bits in acc not yet written, < 32 between calls */
-};
-
-static int reserve(struct writer *w, size_t extra) {
-    if (w->cap - w->len >= extra) return 1;
-    size_t cap = w->cap * 2 > w->len + extra ? w->cap * 2 : w->len + extra;
-    uint8_t *bigger = realloc(w->buf, cap);
-    if (!bigger) return 0;
-    w->buf = bigger, w->cap = cap;
-    return 1;
-}
-
-static inline void put_byte(struct writer *w, uint8_t b) {
-    w->buf[w->len++] = b;
-    if (b == 0xFF) w->buf[w->len++] = 0; /* byte stuffing */
-}
-
-/* n <= 32 bits, bits < 2^n. Room for 8 bytes must be reserved. */
-static inline void put(struct writer *w, uint32_t bits, int n) {
-    w->acc = w->acc << n | bits;
-    w->n += n;
-    if (w->n < 32) return;
-    w->n -= 32;
-    uint32_t v = (uint32_t)(w->acc >> w->n);
-    if (((~v - 0x01010101u) & v & 0x80808080u) == 0) { /* no 0xFF byte: ~v has no zero byte */
-        uint8_t *p = w->buf + w->len;
-        p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
-        w->len += 4;
-    } else {
-        for (int sh = 24; sh >= 0; sh -= 8) put_byte(w, (uint8_t)(v >> sh));
-    }
-}
-
-/* Bits [a, b) of the source. Room for 2 * (b - a) / 8 + 8 bytes must be reserved. */
-static void copy_bits(struct writer *w, const uint8_t *u, size_t a, size_t b) {
-    for (; b - a >= 32; a += 32) put(w, (uint32_t)(peek(u, a) >> 32), 32);
-    if (b > a) put(w, (uint32_t)(peek(u, a) >> (64 - (b - a))), (int)(b - a));
-}
-
-/* Pad the segment with one bits to a byte boundary, as libjpeg does. */
-static void end_segment(struct writer *w) {
-    if (w->n & 7) put(w, (1u << (8 - (w->n & 7))) - 1, 8 - (w->n & 7));
-    while (w->n >= 8) w->n -= 8, put_byte(w, (uint8_t)(w->acc >> w->n));
-}
-
 /* The first MCU after a restart, in the output (base: 0) or only in the source
  * (base: the DC values before it): each component's first DC re-coded as its
  * difference from base. */
@@ -406,7 +211,7 @@ static int write_scan(const struct layout *L, struct writer *w, const struct sca
     return nbits - pos < 8 && next_rst == S->nrst ? FD_OK : FD_RESEGMENT_DECLINED;
 }
 
-/* The markers before the SOS as they are, but the DC tables extended (extend_dc). */
+/* The markers before the SOS as they are, but the DC tables extended (fd_huff_extend_dc). */
 static int copy_header(const uint8_t *d, size_t sos, struct writer *w) {
     uint8_t bits[16], vals[256 + 12];
     memcpy(w->buf, d, 2), w->len = 2;
@@ -427,7 +232,7 @@ static int copy_header(const uint8_t *d, size_t sos, struct writer *w) {
             unsigned n = 0;
             for (int l = 0; l < 16; l++) n += s[1 + l];
             if (s[0] >> 4 == 0) {
-                int nn = extend_dc(s + 1, s + 17, bits, vals);
+                int nn = fd_huff_extend_dc(s + 1, s + 17, bits, vals);
                 w->buf[w->len] = s[0], memcpy(w->buf + w->len + 1, bits, 16), memcpy(w->buf + w->len + 17, vals, (size_t)nn);
                 w->len += 17 + (size_t)nn;
             } else {
