@@ -139,12 +139,12 @@ def add_restarts(data: bytes, *, chunks: int = RESTART_CHUNKS, optimize: bool = 
     How: the source's own entropy-coded data is cut into segments (one
     Huffman-decoding pass; only the first DC value of each segment is coded
     anew, and DC tables fitted to the image gain codes for the values that
-    needs). That costs about 0.75 of a full decode per photo and makes the
-    files ~3.5% larger (``benchmarks/transcode.py``). What it declines
-    (several scans, bytes it does not expect between the scan and EOI, no
-    room in a DC table) libjpeg re-encodes, with Huffman tables fitted to the
-    image when ``optimize`` (else the standard ones, ~8% larger): 3.5x
-    slower.
+    needs). On hymenoptera/train that costs 0.6 of a full decode per photo
+    (1.2 ms) and makes the files 3.7% larger (``benchmarks/transcode.py``).
+    What it declines (several scans, bytes it does not expect between the
+    scan and EOI, no room in a DC table) libjpeg re-encodes, 4x slower, with
+    Huffman tables fitted to the image when ``optimize`` (else the standard
+    ones, ~8% larger).
 
     Returns ``None`` for what it does not rewrite: progressive, arithmetic,
     12-bit, CMYK/YCCK, subsampled grayscale, or damaged data (which the
