@@ -67,7 +67,7 @@ def variants(data: list[bytes], chunks: int) -> list[Variant]:
         Variant(OLD, "transcode", with_resegment(False, each(lambda d: native.add_restarts(d, chunks=chunks))),
                 baseline=FULL),
         Variant(NEW, "transcode", each(lambda d: native.add_restarts(d, chunks=chunks)), baseline=FULL),
-        Variant(CALL, "transcode", each(lambda d: ext.add_restarts(d, chunks, True)), baseline=FULL),
+        Variant(CALL, "transcode", each(lambda d: ext.add_restarts(d, chunks)), baseline=FULL),
     ]
 
 

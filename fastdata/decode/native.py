@@ -124,7 +124,7 @@ def plan(
 RESTART_CHUNKS = 24
 
 
-def add_restarts(data: bytes, *, chunks: int = RESTART_CHUNKS, optimize: bool = True) -> bytes | None:
+def add_restarts(data: bytes, *, chunks: int = RESTART_CHUNKS) -> bytes | None:
     """The JPEG losslessly rewritten with restart markers, or ``None`` to keep it as is.
 
     A restart marker every ``MCUs per row / d`` MCUs, ``d`` the largest
@@ -143,8 +143,7 @@ def add_restarts(data: bytes, *, chunks: int = RESTART_CHUNKS, optimize: bool = 
     (1.2 ms) and makes the files 3.7% larger (``benchmarks/transcode.py``).
     What it declines (several scans, bytes it does not expect between the
     scan and EOI, no room in a DC table) libjpeg re-encodes, 4x slower, with
-    Huffman tables fitted to the image when ``optimize`` (else the standard
-    ones, ~8% larger).
+    Huffman tables fitted to the image.
 
     Returns ``None`` for what it does not rewrite: progressive, arithmetic,
     12-bit, CMYK/YCCK, subsampled grayscale, or damaged data (which the
@@ -157,7 +156,7 @@ def add_restarts(data: bytes, *, chunks: int = RESTART_CHUNKS, optimize: bool = 
         raise MissingDependencyError(f"restart markers need the compiled crop decoder ({_IMPORT_ERROR}); {HINT}")
     if not is_jpeg(data):
         return None
-    out = _cropdecode.add_restarts(data, chunks, optimize)
+    out = _cropdecode.add_restarts(data, chunks)
     return out if isinstance(out, bytes) else None
 
 

@@ -129,8 +129,9 @@ def test_sources_with_restart_markers_are_cut_anew(save):
         np.testing.assert_array_equal(pixels(again), pixels(data))
 
 
-def two_block_gray_jpeg(scan: bytes) -> bytes:
-    """8x16 grey JPEG with a DC table of one code ('0': 0) and an AC table of one ('0': EOB)."""
+def two_block_gray_jpeg(scan: bytes, ac: bytes = b"\x01" + bytes(15) + b"\x00") -> bytes:
+    """8x16 grey JPEG with a DC table of one code ('0': 0) and this AC table
+    (counts per length, values; default: '0': EOB)."""
 
     def segment(marker: int, payload: bytes) -> bytes:
         return bytes([0xFF, marker]) + (len(payload) + 2).to_bytes(2, "big") + payload
@@ -138,7 +139,7 @@ def two_block_gray_jpeg(scan: bytes) -> bytes:
     one_code = b"\x01" + bytes(15)
     return b"".join([b"\xff\xd8", segment(0xDB, b"\x00" + bytes([1] * 64)),
                      segment(0xC0, b"\x08\x00\x08\x00\x10\x01\x01\x11\x00"),
-                     segment(0xC4, b"\x00" + one_code + b"\x00" + b"\x10" + one_code + b"\x00"),
+                     segment(0xC4, b"\x00" + one_code + b"\x00" + b"\x10" + ac),
                      segment(0xDA, b"\x01\x01\x00\x00\x3f\x00"), scan, b"\xff\xd9"])
 
 
@@ -156,3 +157,20 @@ def test_a_code_only_the_extended_dc_table_has_is_a_bad_code_in_the_source():
             assert native.add_restarts(bad, chunks=2) is None, resegment
         finally:
             native._cropdecode._set_resegment(previous)
+
+
+def test_an_ac_value_beyond_8_bit_range_is_kept_or_refused_never_changed():
+    """A 15-bit AC value (decoders take it; baseline encoders never write it):
+    the fast path copies its bits; libjpeg's re-encode must refuse it (with the
+    standard tables it wrote it without a code: other pixels, found by the fuzz)."""
+    ac = b"\x01\x01" + bytes(14) + b"\x00\x0f"  # '0': EOB, '10': 15-bit value
+    data = two_block_gray_jpeg(b"\x58\x00\x07", ac)  # 0 10 110000000000000 (24576) 0 | 0 0, padding
+    assert pixels(data).std() > 0  # it decodes (to black and white)
+    out = native.add_restarts(data, chunks=2)
+    assert out is not None
+    np.testing.assert_array_equal(pixels(out), pixels(data))
+    previous = native._cropdecode._set_resegment(False)
+    try:
+        assert native.add_restarts(data, chunks=2) is None
+    finally:
+        native._cropdecode._set_resegment(previous)

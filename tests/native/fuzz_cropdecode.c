@@ -195,7 +195,7 @@ int main(int argc, char **argv) {
             }
             fd_allow_resegment = 0;
             if (st == FD_RESEGMENT_DECLINED)
-                st = fd_add_restarts(copy, size, chunks, (int)below(2), &marked, &marked_size, &res);
+                st = fd_add_restarts(copy, size, chunks, &marked, &marked_size, &res);
             fd_allow_resegment = 1;
             if (st == FD_OK) {
                 input = copy, input_size = size;

@@ -62,24 +62,24 @@ static PyObject *decode_resized(PyObject *self, PyObject *args) {
 }
 
 PyDoc_STRVAR(add_restarts_doc,
-"add_restarts(data, chunks, optimize)\n--\n\n"
+"add_restarts(data, chunks)\n--\n\n"
 "The JPEG losslessly rewritten with a restart marker every MCUs-per-row / d MCUs\n"
 "(d: the largest divisor of the MCUs per row not above chunks), every APPn/COM\n"
 "marker kept. The source's entropy-coded data is cut into segments; what that\n"
-"declines libjpeg re-encodes, with Huffman tables fitted to the image if optimize.\n"
+"declines libjpeg re-encodes, with Huffman tables fitted to the image.\n"
 "The GIL is released.\n"
 "Returns bytes, or (status, message) when it could not (see STATUS_* constants).");
 
 static PyObject *add_restarts(PyObject *self, PyObject *args) {
     Py_buffer data;
-    int chunks, optimize;
+    int chunks;
     uint8_t *out;
     size_t out_size;
     fd_result res;
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*ip:add_restarts", &data, &chunks, &optimize)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*i:add_restarts", &data, &chunks)) return NULL;
     Py_BEGIN_ALLOW_THREADS
-    fd_add_restarts((const uint8_t *)data.buf, (size_t)data.len, chunks, optimize, &out, &out_size, &res);
+    fd_add_restarts((const uint8_t *)data.buf, (size_t)data.len, chunks, &out, &out_size, &res);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&data);
     if (res.status != FD_OK) return Py_BuildValue("(is)", res.status, res.message);

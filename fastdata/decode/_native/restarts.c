@@ -58,7 +58,7 @@ static int is_marker(const jpeg_saved_marker_ptr m, int code, const char *tag, u
     return m->marker == code && m->data_length >= len && memcmp(m->data, tag, len) == 0;
 }
 
-int fd_add_restarts(const uint8_t *data, size_t size, int chunks, int optimize, uint8_t **out, size_t *out_size,
+int fd_add_restarts(const uint8_t *data, size_t size, int chunks, uint8_t **out, size_t *out_size,
                     fd_result *res) {
     struct jpeg_decompress_struct src;
     struct jpeg_compress_struct dst;
@@ -96,7 +96,9 @@ int fd_add_restarts(const uint8_t *data, size_t size, int chunks, int optimize, 
     jpeg_copy_critical_parameters(&src, &dst);
     unsigned mcu_w = src.num_components == 1 ? 8 : 8 * (unsigned)src.max_h_samp_factor;
     dst.restart_interval = fd_restart_interval((src.image_width + mcu_w - 1) / mcu_w, chunks);
-    dst.optimize_coding = optimize ? TRUE : FALSE;
+    /* Fitted tables: smaller, and their statistics pass refuses coefficients out
+     * of range, which libjpeg would write with the standard tables without a code. */
+    dst.optimize_coding = TRUE;
     dest.cap = size + size / 4 + 4096;
     if (!(dest.buf = malloc(dest.cap))) {
         res->status = FD_NOMEM;

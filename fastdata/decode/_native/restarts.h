@@ -16,12 +16,12 @@ unsigned fd_restart_interval(unsigned mx, int chunks);
  * the MCUs per row not above chunks (1: one per MCU row).
  * First fd_resegment (resegment.h: the source's data cut into segments);
  * what it declines libjpeg re-encodes, with Huffman tables fitted to the
- * image if optimize (smaller), else the standard ones.
+ * image.
  * FD_OK: *out (malloc'd, the caller frees) holds *out_size bytes.
  * FD_UNSUPPORTED: not a single-scan-able 8-bit Huffman JPEG of 1 (unsubsampled)
  * or 3 YCbCr/RGB components, e.g. progressive, arithmetic, CMYK.
  * FD_ERROR: corrupt or truncated (any libjpeg warning). FD_NOMEM. */
-int fd_add_restarts(const uint8_t *data, size_t size, int chunks, int optimize, uint8_t **out, size_t *out_size,
+int fd_add_restarts(const uint8_t *data, size_t size, int chunks, uint8_t **out, size_t *out_size,
                     fd_result *res);
 
 #endif
