@@ -81,8 +81,10 @@ setup(
     ext_modules=[
         Extension(
             "fastdata.decode._cropdecode",
-            sources=[f"{NATIVE}/{name}.c" for name in ("module", "batch", "cropdecode", "resample", "kernels", "segments", "restarts")],
-            depends=[f"{NATIVE}/{name}.h" for name in ("batch", "cropdecode", "resample", "kernels", "segments", "restarts")],
+            sources=[f"{NATIVE}/{name}.c" for name in
+                     ("module", "batch", "cropdecode", "resample", "kernels", "segments", "restarts", "resegment", "huffman")],
+            depends=[f"{NATIVE}/{name}.h" for name in
+                     ("batch", "cropdecode", "resample", "kernels", "segments", "restarts", "resegment", "huffman")],
             libraries=["jpeg"],
             extra_compile_args=["-O3"] if os.name != "nt" else [],
         )

@@ -30,5 +30,7 @@ def test_300_mutations_under_asan(tmp_path):
     assert int(counts["iterations"]) == 300
     # The mutations reach both the decoded and the rejected paths.
     assert int(counts["ok"]) > 20 and int(counts["error"]) > 20, lines
-    # ... and the restart-segment decoder and the restart-marker transcode.
+    # ... and the restart-segment decoder and the restart-marker transcode,
+    # by both of its paths (cutting the data into segments, libjpeg's re-encode).
     assert int(counts["segmented"]) > 5 and int(counts["transcoded"]) > 3, lines
+    assert 3 < int(counts["resegmented"]) < int(counts["transcoded"]), lines

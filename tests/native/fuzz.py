@@ -3,11 +3,14 @@
 Builds tests/native/fuzz_cropdecode.c with the decoder's C sources twice (SIMD
 kernels, and plain C with -DFD_NO_SIMD), both with -fsanitize=address,undefined,
 writes seed JPEGs (baseline 4:2:0/4:2:2/4:4:4, progressive, restart markers,
-some in the layouts whose crops decode only the segments they need, grayscale,
-CMYK, odd tiny sizes), and runs the same mutations through both (some through
-the restart-marker transcode first).
+some in the layouts whose crops decode only the segments they need, optimised
+Huffman tables, grayscale, CMYK, odd tiny sizes), and runs the same mutations
+through both (some through the restart-marker transcode first: its fast path,
+or libjpeg's re-encode).
 Passes when neither sanitizer reports anything (crashes, memory errors, leaks
-at exit) and both builds produce the same pixels (hash of every output).
+at exit), both builds produce the same pixels (hash of every output), the
+segment decode equals the whole-file decode, and a transcoded input decodes to
+the same pixels as before its transcode.
 
     python tests/native/fuzz.py [--iterations 10000] [--seed 1] [--workdir DIR]
 
@@ -29,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 NATIVE = ROOT / "fastdata" / "decode" / "_native"
 HARNESS = Path(__file__).with_name("fuzz_cropdecode.c")
-SOURCES = [NATIVE / f"{name}.c" for name in ("cropdecode", "resample", "kernels", "segments", "restarts")]
+SOURCES = [NATIVE / f"{name}.c" for name in ("cropdecode", "resample", "kernels", "segments", "restarts", "resegment", "huffman")]
 FLAGS = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer"]
 ENV = {
     "ASAN_OPTIONS": "detect_leaks=1:allocator_may_return_null=1:abort_on_error=0:exitcode=99",
@@ -68,6 +71,9 @@ def write_seeds(workdir: Path) -> list[Path]:
     photo = Image.fromarray(np.clip(base + rng.normal(0, 20, base.shape), 0, 255).astype(np.uint8))
     variants = {
         "420.jpg": (photo, {"quality": 80}),
+        # Huffman tables fitted to the image: no code for some DC values (the transcode adds them)
+        "420_optimized.jpg": (photo, {"quality": 80, "optimize": True}),
+        "444_optimized_gray.jpg": (photo.convert("L"), {"quality": 95, "optimize": True}),
         "422.jpg": (photo, {"quality": 90, "subsampling": 1}),
         "444.jpg": (photo, {"quality": 95, "subsampling": 0}),
         "progressive.jpg": (photo, {"quality": 80, "progressive": True}),
@@ -92,7 +98,29 @@ def write_seeds(workdir: Path) -> list[Path]:
         path = workdir / name
         path.write_bytes(buf.getvalue())
         paths.append(path)
+    paths.append(workdir / "longest_codes_420.jpg")
+    paths[-1].write_bytes(longest_codes_jpeg())
     return paths
+
+
+def longest_codes_jpeg() -> bytes:
+    """A 4:2:0 JPEG whose zero bits decode as the longest codes with the largest
+    values (16 + 15 bits per coefficient): data that ends early is read far
+    past its end before a block ends, the case a reader's padding must cover."""
+
+    def segment(marker: int, payload: bytes) -> bytes:
+        return bytes([0xFF, marker]) + (len(payload) + 2).to_bytes(2, "big") + payload
+
+    counts = bytes(15) + b"\x02"  # two codes, both 16 bits long
+    return b"".join([
+        b"\xff\xd8",
+        segment(0xDB, b"\x00" + bytes([1] * 64)),
+        segment(0xC0, b"\x08\x00\x20\x00\x20\x03" + b"\x01\x22\x00\x02\x11\x00\x03\x11\x00"),
+        segment(0xC4, b"\x00" + counts + b"\x0f\x00" + b"\x10" + counts + b"\x0f\x00"),
+        segment(0xDA, b"\x03\x01\x00\x02\x00\x03\x00\x00\x3f\x00"),
+        b"\x00" * 40,
+        b"\xff\xd9",
+    ])
 
 
 def run(iterations: int, seed: int, workdir: Path) -> dict[str, str]:

@@ -8,14 +8,17 @@
  * successful output (the SIMD and the plain C builds must agree on it).
  * Restart-marked inputs are decoded twice, only the segments the crop needs
  * and the whole file: when both succeed the pixels must be the same. Some
- * inputs first go through fd_add_restarts (the lossless transcode), whose
- * output, when there is one, is what gets decoded.
+ * inputs first go through the lossless transcode (fd_resegment, which cuts
+ * the data into restart segments, else libjpeg's re-encode in
+ * fd_add_restarts), whose output, when there is one, is what gets decoded;
+ * the whole-file decode of the input must then give the same pixels.
  * Built and run by tests/native/fuzz.py. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cropdecode.h"
+#include "resegment.h"
 #include "restarts.h"
 #include "segments.h"
 
@@ -164,7 +167,7 @@ int main(int argc, char **argv) {
     }
     cap += 4096;
     uint8_t *buf = malloc(cap);
-    long counts[8] = {0}, transcoded = 0, segmented = 0;
+    long counts[8] = {0}, transcoded = 0, resegmented = 0, segmented = 0;
     uint64_t hash = 1469598103934665603ULL;
     for (long it = 0; it < iterations; it++) {
         const seed_t *s = &seeds[below((uint32_t)nseeds)];
@@ -180,11 +183,22 @@ int main(int argc, char **argv) {
         uint8_t *copy = malloc(size ? size : 1); /* exactly the data's size, too */
         memcpy(copy, buf, size);
         fd_result res;
+        uint8_t *input = NULL; /* the transcode's input, when it gave an output */
+        size_t input_size = 0;
         if (below(6) == 0) { /* the transcode, on intact or mutated data */
             uint8_t *marked;
             size_t marked_size;
-            if (fd_add_restarts(copy, size, 1 + (int)below(40), (int)below(2), &marked, &marked_size, &res) == FD_OK) {
-                free(copy);
+            int chunks = 1 + (int)below(40), st = FD_RESEGMENT_DECLINED;
+            if (below(4)) { /* the fast path, else libjpeg's re-encode alone */
+                st = fd_resegment(copy, size, chunks, &marked, &marked_size, &res);
+                resegmented += st == FD_OK;
+            }
+            fd_allow_resegment = 0;
+            if (st == FD_RESEGMENT_DECLINED)
+                st = fd_add_restarts(copy, size, chunks, &marked, &marked_size, &res);
+            fd_allow_resegment = 1;
+            if (st == FD_OK) {
+                input = copy, input_size = size;
                 copy = marked, size = marked_size;
                 hash = (hash ^ marked_size) * 1099511628211ULL;
                 transcoded++;
@@ -210,6 +224,19 @@ int main(int argc, char **argv) {
                     }
             free(whole);
         }
+        if (status == FD_OK && input) { /* lossless: the input decodes to the same pixels */
+            uint8_t *before = malloc(out_size);
+            fd_result bres;
+            fd_allow_segments = 0;
+            int bst = fd_decode_resized(input, input_size, &rq, before, stride, &bres);
+            for (int y = 0; bst == FD_OK && y < rq.out_h; y++)
+                if (memcmp(out + y * stride, before + y * stride, (size_t)rq.out_w * 3)) {
+                    printf("MISMATCH transcode vs its input, iteration %ld\n", it);
+                    return 3;
+                }
+            free(before);
+        }
+        free(input);
         if (status == FD_OK)
             for (int y = 0; y < rq.out_h; y++)
                 for (int x = 0; x < rq.out_w * 3; x++) hash = (hash ^ out[y * stride + x]) * 1099511628211ULL;
@@ -217,9 +244,9 @@ int main(int argc, char **argv) {
         free(copy);
     }
     printf("iterations %ld ok %ld error %ld too_large %ld unsupported %ld recoverable %ld nomem %ld badarg %ld "
-           "transcoded %ld segmented %ld hash %016llx\n",
+           "transcoded %ld resegmented %ld segmented %ld hash %016llx\n",
            iterations, counts[FD_OK], counts[FD_ERROR], counts[FD_TOO_LARGE], counts[FD_UNSUPPORTED],
-           counts[FD_RECOVERABLE], counts[FD_NOMEM], counts[FD_BADARG], transcoded, segmented, (unsigned long long)hash);
+           counts[FD_RECOVERABLE], counts[FD_NOMEM], counts[FD_BADARG], transcoded, resegmented, segmented, (unsigned long long)hash);
     for (int i = 0; i < nseeds; i++) free(seeds[i].data);
     free(seeds);
     free(buf);

@@ -8,6 +8,7 @@
 
 #include "batch.h"
 #include "cropdecode.h"
+#include "resegment.h"
 #include "restarts.h"
 #include "segments.h"
 
@@ -62,22 +63,24 @@ static PyObject *decode_resized(PyObject *self, PyObject *args) {
 }
 
 PyDoc_STRVAR(add_restarts_doc,
-"add_restarts(data, chunks, optimize)\n--\n\n"
+"add_restarts(data, chunks)\n--\n\n"
 "The JPEG losslessly rewritten with a restart marker every MCUs-per-row / d MCUs\n"
 "(d: the largest divisor of the MCUs per row not above chunks), every APPn/COM\n"
-"marker kept; optimize: Huffman tables fitted to the image. The GIL is released.\n"
+"marker kept. The source's entropy-coded data is cut into segments; what that\n"
+"declines libjpeg re-encodes, with Huffman tables fitted to the image.\n"
+"The GIL is released.\n"
 "Returns bytes, or (status, message) when it could not (see STATUS_* constants).");
 
 static PyObject *add_restarts(PyObject *self, PyObject *args) {
     Py_buffer data;
-    int chunks, optimize;
+    int chunks;
     uint8_t *out;
     size_t out_size;
     fd_result res;
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*ip:add_restarts", &data, &chunks, &optimize)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*i:add_restarts", &data, &chunks)) return NULL;
     Py_BEGIN_ALLOW_THREADS
-    fd_add_restarts((const uint8_t *)data.buf, (size_t)data.len, chunks, optimize, &out, &out_size, &res);
+    fd_add_restarts((const uint8_t *)data.buf, (size_t)data.len, chunks, &out, &out_size, &res);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&data);
     if (res.status != FD_OK) return Py_BuildValue("(is)", res.status, res.message);
@@ -106,6 +109,11 @@ static PyObject *set_segments(PyObject *self, PyObject *arg) {
     return set_flag(&fd_allow_segments, arg);
 }
 
+static PyObject *set_resegment(PyObject *self, PyObject *arg) {
+    (void)self;
+    return set_flag(&fd_allow_resegment, arg);
+}
+
 static PyMethodDef methods[] = {
     {"decode_resized", decode_resized, METH_VARARGS, decode_resized_doc},
     {"add_restarts", add_restarts, METH_VARARGS, add_restarts_doc},
@@ -113,6 +121,9 @@ static PyMethodDef methods[] = {
     {"copy_into", fd_py_copy_into, METH_VARARGS, FD_COPY_INTO_DOC},
     {"_set_segments", set_segments, METH_O,
      "Allow (True) or forbid decoding only the restart segments a crop needs; returns the previous setting. For tests."},
+    {"_set_resegment", set_resegment, METH_O,
+     "Allow (True) or forbid add_restarts's fast path, which cuts the source's entropy-coded data into "
+     "segments, so that every file is re-encoded with libjpeg; returns the previous setting. For tests and benchmarks."},
     {"_set_avx2", set_avx2, METH_O, "Allow (True) or forbid the AVX2 kernels; returns the previous setting. For tests."},
     {NULL, NULL, 0, NULL},
 };

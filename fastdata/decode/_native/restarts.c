@@ -1,5 +1,6 @@
 /* The lossless transcode that puts restart markers into a JPEG. See restarts.h. */
 #include "restarts.h"
+#include "resegment.h"
 
 #include <setjmp.h>
 #include <stdio.h>
@@ -24,7 +25,7 @@ static void tr_emit(j_common_ptr cinfo, int level) {
  * largest divisor of mx not above chunks. When that leaves runs more than 4x
  * longer than asked (a prime mx), one MCU per segment: on hymenoptera that
  * decoded crops as fast as 3-MCU runs, for a file 5% larger instead of 3%. */
-static unsigned choose_interval(unsigned mx, int chunks) {
+unsigned fd_restart_interval(unsigned mx, int chunks) {
     unsigned want = chunks > 1 ? (unsigned)chunks : 1, d = want;
     while (d > 1 && mx % d) d--;
     if (d * 4 < (want < mx ? want : mx)) d = mx;
@@ -57,7 +58,7 @@ static int is_marker(const jpeg_saved_marker_ptr m, int code, const char *tag, u
     return m->marker == code && m->data_length >= len && memcmp(m->data, tag, len) == 0;
 }
 
-int fd_add_restarts(const uint8_t *data, size_t size, int chunks, int optimize, uint8_t **out, size_t *out_size,
+int fd_add_restarts(const uint8_t *data, size_t size, int chunks, uint8_t **out, size_t *out_size,
                     fd_result *res) {
     struct jpeg_decompress_struct src;
     struct jpeg_compress_struct dst;
@@ -65,6 +66,8 @@ int fd_add_restarts(const uint8_t *data, size_t size, int chunks, int optimize, 
     struct tr_dest dest;
     memset(&src, 0, sizeof(src)), memset(&dst, 0, sizeof(dst)), memset(&dest, 0, sizeof(dest));
     memset(res, 0, sizeof(*res));
+    if (fd_allow_resegment && fd_resegment(data, size, chunks, out, out_size, res) != FD_RESEGMENT_DECLINED)
+        return res->status;
     res->status = FD_ERROR;
     src.err = dst.err = jpeg_std_error(&err.pub);
     err.pub.error_exit = tr_error_exit;
@@ -92,8 +95,10 @@ int fd_add_restarts(const uint8_t *data, size_t size, int chunks, int optimize, 
     jvirt_barray_ptr *coefs = jpeg_read_coefficients(&src);
     jpeg_copy_critical_parameters(&src, &dst);
     unsigned mcu_w = src.num_components == 1 ? 8 : 8 * (unsigned)src.max_h_samp_factor;
-    dst.restart_interval = choose_interval((src.image_width + mcu_w - 1) / mcu_w, chunks);
-    dst.optimize_coding = optimize ? TRUE : FALSE;
+    dst.restart_interval = fd_restart_interval((src.image_width + mcu_w - 1) / mcu_w, chunks);
+    /* Fitted tables: smaller, and their statistics pass refuses coefficients out
+     * of range, which libjpeg would write with the standard tables without a code. */
+    dst.optimize_coding = TRUE;
     dest.cap = size + size / 4 + 4096;
     if (!(dest.buf = malloc(dest.cap))) {
         res->status = FD_NOMEM;
