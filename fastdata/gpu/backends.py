@@ -77,7 +77,7 @@ class NvImageCodecDecoder:
             self._codec = importlib.import_module("nvidia.nvimgcodec")
         except ImportError as exc:
             raise MissingDependencyError(
-                f"the nvimgcodec decoder needs pip install nvidia-nvimgcodec-cu12 (or -cu13) ({exc})"
+                f"the nvimgcodec decoder needs pip install 'fastdata[gpu]' (nvidia-nvimgcodec-cu13; -cu12 for CUDA 12) ({exc})"
             ) from exc
         self._decoders: dict[int, Any] = {}
 
