@@ -13,8 +13,11 @@ photos=${FASTDATA_PHOTOS:-../shared/data/photos/hymenoptera}
 status=0
 run() { "$@" || { rc=$?; echo "gpu_check: '$*' exited $rc" | tee -a "$out/summary.txt"; [ "$status" = 0 ] && status=$rc; }; }
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null; date -u; } > "$out/summary.txt"
-run python3 -m pytest -q -p no:cacheprovider -m cuda -rs --junitxml="$out/pytest_cuda.xml" tests/gpu tests/loading tests/dali \
-    > "$out/pytest_cuda.log" 2>&1
+# from /tmp: "python3 -m pytest" in the checkout would put its source tree (no compiled decoder, no
+# fastdata.converters) ahead of the installed project that setup.sh built
+root=$PWD; case "$out" in /*) ;; *) out=$root/$out ;; esac
+run bash -c "cd /tmp && python3 -m pytest -q -p no:cacheprovider -m cuda -rs --rootdir '$root' \
+    --junitxml='$out/pytest_cuda.xml' '$root/tests/gpu' '$root/tests/loading' '$root/tests/dali' > '$out/pytest_cuda.log' 2>&1"
 tail -n 30 "$out/pytest_cuda.log" >> "$out/summary.txt"
 # decode-only: each loader alone; then training, 4 CPU workers (threads or processes) per loader
 run python3 benchmarks/gpu_train.py "$photos/train" --decode-only --batch 256 --steps 40 --workers 4 \
