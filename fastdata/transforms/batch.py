@@ -2,10 +2,10 @@
 plan that a batch decoder can run (:mod:`fastdata.decode.batch`).
 
 :func:`batch_planner` returns, for such a transform, a function of the
-image's upright ``(height, width)`` (what :class:`~fastdata.transforms.base.Source`
-holds) that makes the transform's random draws in the transform's own order
-and says what it would ask the compiled decoder for; ``None`` for any other transform (a user's callable, a flip
-alone, a chain ending in something else).
+image's upright ``(height, width)`` (a :class:`~fastdata.transforms.base.Source`'s
+size) that makes the transform's random draws in the transform's own order
+and says what it would ask the compiled decoder for; ``None`` for any other
+transform (a user's callable, a flip alone, a chain ending in something else).
 """
 
 from __future__ import annotations
