@@ -24,6 +24,8 @@ exactly as on the per-sample path.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from typing import Any
 
 import torch
@@ -31,15 +33,25 @@ import torch
 from ..datasets.base import MapDataset, ShardDataset
 from ..datasets.imaging import normalize_label
 from ..decode.batch import batch_available, batch_request, decode_batch
-from ..decode.encoded import EncodedImage
+from ..decode.info import read_info
 from ..decode.native import wants_native
-from ..order.generators import SampleKey
-from ..transforms.base import Source
+from ..order.generators import SampleKey, use
+from ..order.seeds import SampleStreams
 from ..transforms.batch import batch_planner
 from .collate import FastCollate, _copy, _empty_batch, _source, collate_targets
 from .keyed import KeyedDataset
 
 __all__ = ["BatchBuilder"]
+
+_local = threading.local()
+
+
+def _thread_streams() -> SampleStreams:
+    """This thread's reusable sample generator (a loader thread plans one batch at a time)."""
+    streams = getattr(_local, "streams", None)
+    if streams is None:
+        streams = _local.streams = SampleStreams()
+    return streams
 
 
 class BatchBuilder:
@@ -52,7 +64,6 @@ class BatchBuilder:
     def __init__(self, keyed: KeyedDataset, dataset: ShardDataset, planner: Any, collate: FastCollate) -> None:
         self.keyed, self.dataset, self.planner, self.collate = keyed, dataset, planner, collate
         self.transform = dataset.transform
-        self.backend = getattr(dataset.transform, "backend", "auto")
 
     @classmethod
     def of(cls, dataset: Any, collate_fn: Any) -> BatchBuilder | None:
@@ -72,38 +83,52 @@ class BatchBuilder:
             return None
         return cls(dataset, inner, planner, collate_fn)
 
-    def _plan(self, key: Any) -> tuple[bytes, Any, Any] | None:
-        """``(data, request, target)`` of one sample, or None for the per-sample path."""
+    def _plan(self, index: int) -> tuple[bytes, Any, Any] | None:
+        """``(data, request, target)`` of sample ``index`` under the stream in
+        force, or None for the per-sample path."""
         ds = self.dataset
-        with self.keyed.scope(key) as index:
-            n = len(ds)
-            if not 0 <= index < n:
-                return None
-            shard, local = ds.shards.locate(index)
-            data, label = ds.shards.read(shard, local)
-            src = Source(EncodedImage(data, ""), self.backend)
-            planned = self.planner(src)
-            if planned is None or not src.native:
-                return None
-            request = batch_request(data, src.info, planned.box, min_size=planned.min_size, snap=planned.snap,
-                                    flip=planned.flip)
-            if request is None:
-                return None
-            target = normalize_label(label)
-            if ds.target_transform is not None:
-                target = ds.target_transform(target)
-            return data, (planned.size, request), target
+        if not 0 <= index < len(ds):
+            return None
+        shard, local = ds.shards.locate(index)
+        data, label = ds.shards.read(shard, local)
+        info = read_info(data)  # what Source(EncodedImage(data)) reads; the compiled path was checked in of()
+        planned = self.planner(info.height, info.width)
+        if planned is None:
+            return None
+        request = batch_request(data, info, planned.box, min_size=planned.min_size, snap=planned.snap, flip=planned.flip)
+        if request is None:
+            return None
+        target = normalize_label(label)
+        if ds.target_transform is not None:
+            target = ds.target_transform(target)
+        return data, (planned.size, request), target
+
+    def _plans(self, keys: list[Any]) -> list[Any]:
+        """The plan of each key, None where the per-sample path is to build it."""
+        scope, plans = self.keyed.scope, []
+        # A label transform runs under the sample's stream too and might keep the
+        # generator: then a new one per sample, as dataset[key] makes.
+        streams = _thread_streams() if self.dataset.target_transform is None else None
+        with use(streams.generator) if streams is not None else contextlib.nullcontext():
+            for key in keys:
+                if not isinstance(key, SampleKey):
+                    plans.append(None)
+                    continue
+                try:
+                    if streams is not None:
+                        plans.append(self._plan(scope.sample_stream(key, streams)))
+                    else:
+                        with scope(key) as index:
+                            plans.append(self._plan(index))
+                except Exception:  # the per-sample path redoes it and reports or skips it as the dataset says
+                    plans.append(None)
+        return plans
 
     def __call__(self, keys: list[Any]) -> Any:
         ds = self.dataset
         if ds.transform is not self.transform or not ds.decode:  # changed since the loader was made
             return self.collate([self.keyed[key] for key in keys])
-        plans: list[Any] = []
-        for key in keys:
-            try:
-                plans.append(self._plan(key) if isinstance(key, SampleKey) else None)
-            except Exception:  # the per-sample path redoes it and reports or skips it as the dataset says
-                plans.append(None)
+        plans = self._plans(keys)
         sizes = {p[1][0] for p in plans if p is not None}
         if len(sizes) != 1:
             return self.collate([self.keyed[key] for key in keys])

@@ -142,6 +142,16 @@ class KeyScope:
             current = self._epoch = (pid, key.seed, key.epoch, gen)
         return current[3]
 
+    def sample_stream(self, key: SampleKey, streams: seeds.SampleStreams) -> int:
+        """What ``with self(key)`` does for ``seeding="sample"``, but setting
+        ``streams``' reusable generator to the key's stream instead of making
+        one (the caller has installed ``streams.generator`` with :func:`use`
+        and lets no one keep it); returns the int index."""
+        if self.reseed:
+            self._epoch_generator(key)
+        streams.at(key.seed, key.epoch, key.index)
+        return int(key.index)
+
     @contextlib.contextmanager
     def __call__(self, key: int | SampleKey) -> Iterator[int]:
         if not isinstance(key, SampleKey):

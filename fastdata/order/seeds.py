@@ -50,6 +50,38 @@ def sample_generator(seed: int, epoch: int, index: int) -> np.random.Generator:
     return np.random.Generator(np.random.Philox(counter=[0, 0, index & _M64, _SAMPLE], key=mix(seed, epoch)))
 
 
+class SampleStreams:
+    """One generator that is set to :func:`sample_generator` streams in turn.
+
+    ``at(seed, epoch, index)`` returns the same generator object each time,
+    its Philox state set to what ``sample_generator(seed, epoch, index)``
+    starts with, so its draws are the same bit for bit; making a new Philox
+    and Generator per sample costs several times more. The catch: a caller
+    that keeps the generator sees it change at the next ``at`` -- for code
+    that draws and lets go (the loader threads' batch planning,
+    :mod:`fastdata.loading.batched`), one per thread.
+    """
+
+    def __init__(self) -> None:
+        bits = np.random.Philox(counter=[0, 0, 0, _SAMPLE], key=0)
+        self._bits, self.generator = bits, np.random.Generator(bits)
+        self._start = bits.state  # a fresh stream: empty buffer, no pending 32-bit half
+        self._counter, self._key = self._start["state"]["counter"], self._start["state"]["key"]
+        self._mixed: tuple[int, int, int] | None = None  # (seed, epoch, mix(seed, epoch)) last used
+
+    def at(self, seed: int, epoch: int, index: int) -> np.random.Generator:
+        word = index & _M64
+        if word >> 63:  # NumPy takes such a counter word through a float: let it
+            self._bits.state = sample_generator(seed, epoch, index).bit_generator.state
+            return self.generator
+        if self._mixed is None or self._mixed[0] != seed or self._mixed[1] != epoch:
+            self._mixed = (seed, epoch, mix(seed, epoch))
+        self._key[0] = self._mixed[2]
+        self._counter[2] = word
+        self._bits.state = self._start
+        return self.generator
+
+
 def worker_generator(seed: int, epoch: int, rank: int, worker: int) -> np.random.Generator:
     """The stream of one DataLoader worker of one rank in one epoch."""
     return np.random.Generator(np.random.Philox(key=mix(seed, epoch, rank, worker, _WORKER)))

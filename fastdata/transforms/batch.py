@@ -1,11 +1,11 @@
 """The decode-aware transforms whose whole work is one crop-decode call, as a
 plan that a batch decoder can run (:mod:`fastdata.decode.batch`).
 
-:func:`batch_planner` returns, for such a transform, a function of a
-:class:`~fastdata.transforms.base.Source` that makes the transform's random
-draws in the transform's own order and says what it would ask the compiled
-decoder for; ``None`` for any other transform (a user's callable, a flip
-alone, a chain ending in something else).
+:func:`batch_planner` returns, for such a transform, a function of the
+image's upright ``(height, width)`` (a :class:`~fastdata.transforms.base.Source`'s
+size) that makes the transform's random draws in the transform's own order
+and says what it would ask the compiled decoder for; ``None`` for any other
+transform (a user's callable, a flip alone, a chain ending in something else).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from .base import Source, dct_min_size
+from .base import dct_min_size
 from .compose import Compose, _CropThenFlip
 from .crop import CenterCrop, RandomResizedCrop, center_crop_box
 from .resizing import ResizedCenterCrop, resized_size
@@ -29,14 +29,14 @@ class Planned(NamedTuple):
     flip: bool
 
 
-Planner = Callable[[Source], "Planned | None"]
+Planner = Callable[[int, int], "Planned | None"]
 
 
 def _crop(t: RandomResizedCrop, flip: Any = None) -> Planner:
     min_size = dct_min_size(t.size)
 
-    def planner(src: Source) -> Planned:
-        box = t.get_params(src.height, src.width)
+    def planner(height: int, width: int) -> Planned:
+        box = t.get_params(height, width)
         return Planned(box, t.size, min_size, True, flip.draw() if flip is not None else False)
 
     return planner
@@ -45,24 +45,24 @@ def _crop(t: RandomResizedCrop, flip: Any = None) -> Planner:
 def _resized_center(t: ResizedCenterCrop) -> Planner:
     min_size = dct_min_size(t.crop_size)
 
-    def planner(src: Source) -> Planned | None:
-        h2, w2 = resized_size(src.height, src.width, t.resize.size)
+    def planner(height: int, width: int) -> Planned | None:
+        h2, w2 = resized_size(height, width, t.resize.size)
         ch, cw = t.crop_size
         if ch > h2 or cw > w2:
             return None  # zero padding: the per-sample path
         top, left, _, _ = center_crop_box(h2, w2, t.crop_size)
-        sy, sx = src.height / h2, src.width / w2
+        sy, sx = height / h2, width / w2
         return Planned((top * sy, left * sx, ch * sy, cw * sx), t.crop_size, min_size, False, False)
 
     return planner
 
 
 def _center(t: CenterCrop) -> Planner:
-    def planner(src: Source) -> Planned | None:
+    def planner(height: int, width: int) -> Planned | None:
         ch, cw = t.size
-        if ch > src.height or cw > src.width:
+        if ch > height or cw > width:
             return None
-        return Planned(center_crop_box(src.height, src.width, t.size), t.size, None, True, False)
+        return Planned(center_crop_box(height, width, t.size), t.size, None, True, False)
 
     return planner
 
