@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..decode.native import native_available, native_status
 from ..errors import ConfigError
@@ -54,12 +58,43 @@ def main(argv: Sequence[str] | None = None, *, convert: suite.Convert | None = N
     """Run the benchmark; returns the exit status (0, or 130 when interrupted by Ctrl-C)."""
     args = build_parser().parse_args(argv)
     try:
-        return _run(args, convert)
+        with _quiet_teardown_after_ctrl_c():
+            return _run(args, convert)
     except KeyboardInterrupt:
         # The harness has shut the running variant's workers down on the way out
         # (teardown in a finally); the workers themselves never saw the signal.
         print("fastdata bench: interrupted", file=sys.stderr, flush=True)
         return 130
+
+
+@contextlib.contextmanager
+def _quiet_teardown_after_ctrl_c() -> Iterator[None]:
+    """After a Ctrl-C, the DataLoader's dying workers can reset the connection that
+    multiprocessing's fd-sharing thread is serving; that thread reports it through
+    ``sys.excepthook`` as a traceback below our one line. Once interrupted, such
+    connection errors are the interrupt's echo: drop them, report anything else."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    interrupted = threading.Event()
+    previous_hook, previous_handler = sys.excepthook, signal.getsignal(signal.SIGINT)
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        interrupted.set()
+        raise KeyboardInterrupt
+
+    def hook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+        if not (interrupted.is_set() and issubclass(kind, (ConnectionError, EOFError))):
+            previous_hook(kind, value, tb)
+
+    sys.excepthook = hook
+    signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous_handler)
+        if not interrupted.is_set():  # else the echo may still come, after we return
+            sys.excepthook = previous_hook
 
 
 def _run(args: argparse.Namespace, convert: suite.Convert | None) -> int:
