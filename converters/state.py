@@ -20,6 +20,7 @@ from typing import Any
 from fastdata.errors import ConfigError, ManifestError
 from fastdata.formats._atomic import PARTIAL_SUFFIX, remove, write_text_atomic
 from fastdata.formats.manifest import MANIFEST_NAME, Manifest
+from fastdata.formats.dataset_writer import written_files
 
 from .plan import PLAN_NAME, Plan, ShardPlan
 
@@ -107,7 +108,7 @@ def wipe(out: str | os.PathLike[str], found: Survey | None = None) -> None:
         manifests, problem = _read_manifests(out)
     if problem:
         raise ConfigError(f"{problem}, {NOT_OURS}")
-    doomed = [path for directory, manifest in manifests.items() for path in _listed(directory, manifest)]
+    doomed = [path for directory, manifest in manifests.items() for path in written_files(directory, manifest)]
     try:
         plan = Plan.load(out) if (out / PLAN_NAME).exists() else None
     except (ManifestError, OSError, UnicodeDecodeError):
@@ -122,16 +123,6 @@ def wipe(out: str | os.PathLike[str], found: Survey | None = None) -> None:
         directory = out / split
         if directory.is_dir() and not any(directory.iterdir()):
             directory.rmdir()
-
-
-def _listed(directory: Path, manifest: Manifest) -> list[Path]:
-    # as dataset_writer.written_files, from a manifest already read
-    doomed: list[Path] = []
-    for name in manifest.files():
-        if name in ("", ".", "..") or Path(name).name != name:
-            continue
-        doomed += [directory / name, directory / (name + PARTIAL_SUFFIX)]
-    return [*doomed, directory / MANIFEST_NAME]
 
 
 #: Why fastdata refuses an output folder it did not write, even with --overwrite.

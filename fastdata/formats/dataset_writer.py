@@ -59,18 +59,20 @@ def prepare_directory(directory: str | os.PathLike[str], *, overwrite: bool = Fa
     return directory
 
 
-def written_files(directory: str | os.PathLike[str]) -> list[Path]:
+def written_files(directory: str | os.PathLike[str], manifest: Manifest | None = None) -> list[Path]:
     """What fastdata wrote in the finished dataset ``directory``: each file its
     manifest lists (shards, indexes, extra files) and its ``.partial`` name,
     then the manifest itself. A listed name that is not a plain name beside
     the manifest (``../x``, ``a/b``: a hand-edited manifest) is left out.
+
+    ``manifest``: the one there, when the caller has read it already.
 
     Raises:
         ManifestError: the ``manifest.json`` there is not one fastdata can read.
     """
     directory = Path(directory)
     doomed: list[Path] = []
-    for name in Manifest.read(directory).files():
+    for name in (manifest or Manifest.read(directory)).files():
         if name in ("", ".", "..") or Path(name).name != name:
             continue
         doomed += [directory / name, directory / (name + PARTIAL_SUFFIX)]
