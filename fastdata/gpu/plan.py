@@ -25,7 +25,7 @@ from ..transforms import CenterCrop, Compose, RandomHorizontalFlip, RandomResize
 from ..transforms.base import Source, dct_min_size
 from ..transforms.compose import _CropThenFlip
 from ..transforms.crop import center_crop_box
-from ..transforms.resizing import resized_size
+from ..transforms.batch import resized_center_box
 
 Box = tuple[float, float, float, float]  # (top, left, height, width), upright full-size pixels
 
@@ -136,12 +136,10 @@ class Planner:
         if isinstance(self.center, CenterCrop):
             t, l, h, w = center_crop_box(info.height, info.width, self.size)
             return (float(t), float(l), float(h), float(w)), ch <= info.height and cw <= info.width
-        h2, w2 = resized_size(info.height, info.width, self.center.resize.size)  # type: ignore[union-attr]
-        if ch > h2 or cw > w2:
+        box = resized_center_box(info.height, info.width, self.center)  # type: ignore[arg-type]
+        if box is None:
             return (0.0, 0.0, float(info.height), float(info.width)), False
-        top, left, _, _ = center_crop_box(h2, w2, self.size)
-        sy, sx = info.height / h2, info.width / w2
-        return (top * sy, left * sx, ch * sy, cw * sx), True
+        return box, True
 
     def _on_cpu(self, image: EncodedImage, box: Box, flip: bool) -> np.ndarray:
         # The CPU path's own code with the draws already made: the same pixels as decode="cpu".

@@ -42,17 +42,26 @@ def _crop(t: RandomResizedCrop, flip: Any = None) -> Planner:
     return planner
 
 
+def resized_center_box(height: int, width: int, t: ResizedCenterCrop) -> tuple[float, float, float, float] | None:
+    """The source box that ``t`` (Resize then CenterCrop) keeps of a ``height`` x
+    ``width`` image, in source pixels; None when the crop needs zero padding."""
+    h2, w2 = resized_size(height, width, t.resize.size)
+    ch, cw = t.crop_size
+    if ch > h2 or cw > w2:
+        return None
+    top, left, _, _ = center_crop_box(h2, w2, t.crop_size)
+    sy, sx = height / h2, width / w2
+    return (top * sy, left * sx, ch * sy, cw * sx)
+
+
 def _resized_center(t: ResizedCenterCrop) -> Planner:
     min_size = dct_min_size(t.crop_size)
 
     def planner(height: int, width: int) -> Planned | None:
-        h2, w2 = resized_size(height, width, t.resize.size)
-        ch, cw = t.crop_size
-        if ch > h2 or cw > w2:
+        box = resized_center_box(height, width, t)
+        if box is None:
             return None  # zero padding: the per-sample path
-        top, left, _, _ = center_crop_box(h2, w2, t.crop_size)
-        sy, sx = height / h2, width / w2
-        return Planned((top * sy, left * sx, ch * sy, cw * sx), t.crop_size, min_size, False, False)
+        return Planned(box, t.crop_size, min_size, False, False)
 
     return planner
 
