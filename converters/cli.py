@@ -158,6 +158,10 @@ def _add_convert(sub) -> None:
     g.add_argument("--overwrite", action="store_true", help="replace a dataset (or unfinished conversion) fastdata wrote in OUT: deletes only the "
                         "files its manifest or plan lists; other files in OUT stay")
     g.add_argument("--resume", action="store_true", help="finish an interrupted conversion in OUT (same options)")
+    g.add_argument("--fsync", action="store_true",
+                   help="wait for the disk: fsync every shard before recording it as done and before the manifest, "
+                        "so a finished dataset survives a power cut (costs up to the disk's write time; without it "
+                        "--resume re-checks each finished shard's CRC32C instead, and readers check every record)")
     g = p.add_argument_group("processes and nodes")
     g.add_argument("--workers", type=int, default=None, metavar="N", help="worker processes (default: all usable CPUs)")
     g.add_argument("--num-nodes", type=int, default=None, metavar="N", help="machines sharing OUT (default $WORLD_SIZE or 1)")
@@ -233,6 +237,7 @@ def _run_convert(args: argparse.Namespace) -> int:
             on_error=args.on_error,
             test_delay=args.test_delay,
             verify_decode=args.verify_decode,
+            fsync=args.fsync,
         ),
         src=src,
         list_file=args.list_file,
@@ -265,13 +270,14 @@ def _add_merge(sub) -> None:
     p.add_argument("out", metavar="OUT")
     p.add_argument("--allow-skips", action="store_true", help="finish even if images were skipped")
     p.add_argument("--quiet", "-q", action="store_true", help="no summary")
+    p.add_argument("--fsync", action="store_true", help="fsync the shards and wait for the disk before the manifest")
     p.set_defaults(handler=_run_merge)
 
 
 def _run_merge(args: argparse.Namespace) -> int:
     from .convert import merge
 
-    return merge(args.out, allow_skips=args.allow_skips, quiet=args.quiet)
+    return merge(args.out, allow_skips=args.allow_skips, quiet=args.quiet, fsync=args.fsync)
 
 
 def _add_inspect(sub) -> None:

@@ -7,8 +7,11 @@ Output layout: without ``--val-fraction``, OUT is one dataset directory
 Crash safety: the plan is saved first (``OUT/.fastdata-plan.json``); each
 shard is written under a ``.partial`` name, renamed, then recorded; the
 manifests are written last, then the plan is removed. ``--resume`` re-reads
-the plan, discards partial files and writes only the missing shards, so the
-result is byte-identical to an uninterrupted run. Several nodes share one OUT
+the plan, discards partial files and writes only the missing shards (and any
+done shard whose files no longer match the size and digests its record
+holds), so the result is byte-identical to an uninterrupted run. Nothing
+waits for the disk unless ``--fsync`` (``run.fsync``) is given; then every
+file is fsynced before its record or the manifest names it. Several nodes share one OUT
 (``--num-nodes``/``--node-rank``): each writes the shards ``g`` with
 ``g % num_nodes == node_rank``; whichever finishes last writes the manifests
 (or run ``fastdata merge OUT``).
@@ -29,7 +32,7 @@ from typing import TextIO
 
 from fastdata.errors import ConfigError
 from fastdata.formats import dataset_writer
-from fastdata.formats._atomic import write_text_atomic
+from fastdata.formats._atomic import durable, is_durable, sync, write_text_atomic
 from fastdata.formats.manifest import Manifest
 from fastdata.formats.sample import ShardInfo
 
@@ -60,6 +63,11 @@ def convert(req: ConvertRequest, *, stdout: TextIO | None = None, stderr: TextIO
     """
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     _check_request(req)
+    with durable(req.run.fsync):
+        return _convert(req, stdout, stderr)
+
+
+def _convert(req: ConvertRequest, stdout: TextIO, stderr: TextIO) -> int:
     out = Path(req.out)
     source = _source(req)
     check_nesting(Path(source["root"]), out)
@@ -73,7 +81,7 @@ def convert(req: ConvertRequest, *, stdout: TextIO | None = None, stderr: TextIO
         _say(req, stdout, f"fastdata convert: {node}: no shard to write (the plan has {len(plan.shards)} shard(s) for "
                           f"{req.num_nodes} nodes)")
         return 0
-    pending = [s for _, s in mine if state.read_record(out, plan, s) is None]
+    pending = [s for _, s in mine if state.read_record(out, plan, s, check=True) is None]
     if req.num_nodes > 1 and pending and state.manifest_dirs(out):
         # the last node wrote the manifests and is removing the records this node just read
         _say(req, stdout, f"fastdata convert: {node}: nothing to do, {out} was finished by another node meanwhile")
@@ -112,10 +120,12 @@ class _RunStats:
     summary: Summary | None = None
 
 
-def merge(out: str, *, allow_skips: bool = False, quiet: bool = False, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+def merge(out: str, *, allow_skips: bool = False, quiet: bool = False, fsync: bool = False,
+          stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """Write the manifest(s) of a multi-node conversion whose shards are all done.
 
     An OUT the last node already finished is success: one summary line, 0.
+    ``fsync`` waits for the disk before the manifest is written (``--fsync``).
 
     Raises:
         ConfigError: OUT has no conversion in progress, or shards are still missing.
@@ -139,7 +149,8 @@ def merge(out: str, *, allow_skips: bool = False, quiet: bool = False, stdout: T
             "again with --resume, then merge"
         )
     state.try_lock(out, force=True)
-    return _finish(Path(out), plan, records, allow_skips, quiet, _RunStats(0.0), stdout, stderr)
+    with durable(fsync):
+        return _finish(Path(out), plan, records, allow_skips, quiet, _RunStats(0.0), stdout, stderr)
 
 
 def _finished_summary(out: Path) -> str:
@@ -175,6 +186,9 @@ def _finish(out: Path, plan: Plan, records: dict, allow_skips: bool, quiet: bool
             )
             return 1
     state.remove_partials(out, plan)
+    if is_durable():  # shards of nodes that ran without --fsync reach the disk before the manifest names them
+        for directory in sorted({plan.split_dir(out, s.split) for s in plan.shards}):
+            sync(directory)
     for split in plan.splits:
         infos = [
             ShardInfo(**records[s.key]["info"])

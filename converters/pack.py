@@ -38,12 +38,16 @@ class RunOptions:
             ``--test-delay``) that makes a run slow enough to kill mid-way.
         verify_decode: decode every pass-through JPEG instead of checking its
             structure only (see :mod:`.jpeg_check`); it can only add skips.
+        fsync: wait for the disk before a shard is recorded as done and
+            before the manifest (``--fsync``); otherwise ``--resume`` checks
+            each done shard's digests instead (see :mod:`.state`).
     """
 
     workers: int = 1
     on_error: str = "skip"
     test_delay: float = 0.0
     verify_decode: bool = False
+    fsync: bool = False
 
 
 def write_shards(
@@ -111,7 +115,7 @@ def _job(out: str, plan: Plan, shard: ShardPlan, run: RunOptions) -> ShardJob:
     encode = EncodeOptions(resize=o.resize, quality=o.quality, reencode=o.reencode, verify_decode=run.verify_decode,
                            restart_markers=o.restart_markers)
     return ShardJob(str(directory / shard.file), o.format, shard.items, shard.ids, plan.classes, encode,
-                    run.on_error, run.test_delay)
+                    run.on_error, run.test_delay, run.fsync)
 
 
 def _record(out: str, plan: Plan, shard: ShardPlan, record: dict) -> dict:

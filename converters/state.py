@@ -7,6 +7,13 @@ record is written after the shard file is renamed into place; anything
 under a ``.partial`` name is discarded on resume. The manifest(s) are written
 last and the plan and records are removed after them, so a directory with a
 manifest and no plan is finished.
+
+Nothing here waits for the disk unless ``--fsync`` is given (see
+``fastdata/formats/_atomic.py``), so after a power cut a record may outlive
+the bytes it describes. That is why a record carries the size and CRC32C
+digests of its shard's files, and why the run that picks a shard up again
+(:func:`read_record` with ``check=True``) trusts the record only when the
+files still match them: a shard cut short or zeroed is written again.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from fastdata.errors import ConfigError, ManifestError
+from fastdata.formats import checksums
 from fastdata.formats._atomic import PARTIAL_SUFFIX, remove, write_text_atomic
 from fastdata.formats.manifest import MANIFEST_NAME, Manifest
 from fastdata.formats.dataset_writer import written_files
@@ -152,8 +160,13 @@ def write_record(out: str | os.PathLike[str], shard: ShardPlan, record: dict[str
     write_text_atomic(path, json.dumps(record, sort_keys=True, ensure_ascii=True) + "\n")
 
 
-def read_record(out: str | os.PathLike[str], plan: Plan, shard: ShardPlan) -> dict[str, Any] | None:
-    """The shard's record when the shard is done, else None."""
+def read_record(out: str | os.PathLike[str], plan: Plan, shard: ShardPlan, *, check: bool = False) -> dict[str, Any] | None:
+    """The shard's record when the shard is done, else None.
+
+    ``check`` also reads the shard's files back and requires the size and
+    digests the record holds (what a run about to skip the shard does: the
+    record may have reached the disk while the shard's bytes did not).
+    """
     path = record_path(out, shard)
     if not path.is_file():
         return None
@@ -161,9 +174,29 @@ def read_record(out: str | os.PathLike[str], plan: Plan, shard: ShardPlan) -> di
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None  # torn or unreadable: the shard is simply redone
-    if record.get("info") is not None and not (plan.split_dir(out, shard.split) / shard.file).exists():
+    info = record.get("info") if isinstance(record, dict) else None
+    if info is None:
+        return record if isinstance(record, dict) and "info" in record else None
+    directory = plan.split_dir(out, shard.split)
+    if not (directory / shard.file).exists():
+        return None
+    if check and not _intact(directory, info):
         return None
     return record
+
+
+def _intact(directory: Path, info: dict[str, Any]) -> bool:
+    """Whether the shard's files still have the size and digests its record holds."""
+    digests = info.get("digests") or {}
+    if not digests:  # a record from before digests: its shard was fsynced when it was written
+        return True
+    data = next((name for name in digests if name == info.get("file") or name.startswith(f"{info.get('file')}/")), None)
+    try:
+        if data is not None and (directory / data).stat().st_size != info.get("bytes"):
+            return False
+        return all(checksums.matches(directory / name, digest) for name, digest in digests.items())
+    except OSError:
+        return False
 
 
 def done_records(out: str | os.PathLike[str], plan: Plan) -> dict[str, dict[str, Any]]:

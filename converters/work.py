@@ -22,6 +22,7 @@ from typing import Any
 
 from fastdata.errors import FastDataError
 from fastdata.formats import registry
+from fastdata.formats._atomic import durable
 from fastdata.formats.sample import Sample
 
 from .normalize import RESTART_REASON, EncodeOptions, prepare
@@ -49,6 +50,7 @@ class ShardJob:
     encode: EncodeOptions
     on_error: str = "skip"
     delay: float = 0.0
+    fsync: bool = False
 
 
 @dataclasses.dataclass
@@ -108,7 +110,8 @@ def write_shard_job(job: ShardJob, report: Callable[[int, int], None] | None = N
     report = report if report is not None else _REPORT["fn"]
     spec = registry.get(job.format)
     stats = ShardStats()
-    info = spec.write_shard(job.path, _samples(job, stats, report))
+    with durable(job.fsync):  # a spawned worker does not inherit the parent's setting
+        info = spec.write_shard(job.path, _samples(job, stats, report))
     done = stats.written + len(stats.skipped)
     if done != len(job.items):
         raise FastDataError(

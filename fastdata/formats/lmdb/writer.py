@@ -9,6 +9,7 @@ from typing import Any
 import lmdb as py_lmdb  # the PyPI package, not fastdata.formats.lmdb
 
 from ...errors import ConfigError, FormatError
+from .._atomic import is_durable
 from . import _env
 
 DEFAULT_MAP_SIZE = 64 << 20
@@ -58,6 +59,7 @@ class Writer:
         try:
             # writemap stays off: with it the file is grown to map_size at once;
             # meminit stays on: unused page space is zeroed, not heap leftovers.
+            # sync follows the commit setting (off while the converter writes shards).
             self._env = py_lmdb.open(
                 os.fspath(self.path),
                 map_size=self._map_size,
@@ -65,6 +67,7 @@ class Writer:
                 readonly=False,
                 meminit=True,
                 writemap=False,
+                sync=is_durable(),
                 **_env.WRITE_FORMAT_KWARGS,
             )
             with self._env.begin() as txn:
