@@ -169,6 +169,8 @@ def _add_convert(sub) -> None:
     g.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary")
     # Test-only: sleep this long per image so a test can kill a run mid-way (see pack.RunOptions).
     g.add_argument("--test-delay", type=float, default=0.0, help=argparse.SUPPRESS)
+    # Test-only: cut shards into pieces this small (see pack.plan_tasks), so tiny test data exercises the joins.
+    g.add_argument("--test-min-piece", type=int, default=None, help=argparse.SUPPRESS)
     p.set_defaults(handler=_run_convert)
 
 
@@ -238,6 +240,7 @@ def _run_convert(args: argparse.Namespace) -> int:
             test_delay=args.test_delay,
             verify_decode=args.verify_decode,
             fsync=args.fsync,
+            **({"min_piece_bytes": args.test_min_piece} if args.test_min_piece is not None else {}),
         ),
         src=src,
         list_file=args.list_file,

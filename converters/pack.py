@@ -1,30 +1,45 @@
-"""Filling planned shards: each worker writes whole shards, this process records them.
+"""Filling planned shards: each worker writes whole shards (or pieces of one), this process records them.
 
 A shard is one task (:mod:`.work`): the worker reads its files, prepares the
 images and calls the format's ``write_shard``; what comes back is a small
 record (counts, normalisation reasons, skipped files, ShardInfo). This
-process only hands out shards and, after a shard's file has its final name,
+process only hands out tasks and, after a shard's file has its final name,
 writes its done record (``--resume`` skips shards that have one). Its work is
 per shard, not per image, so it never limits how many workers stay busy.
 A shard's bytes depend only on the plan, so the output is the same for any
 ``--workers``.
+
+Whole shards alone leave workers idle at the end (7 shards on 2 workers: one
+writes 4 while the other waits; on 16 cores, 9 of 16 wait all along). So
+where the work left is less than a shard per worker, a shard of a format that
+can ``join`` (records independent of their position: RecordIO, TFRecord) is
+cut into pieces of about the work each worker has left (:func:`plan_tasks`);
+the pieces are written apart, under ``OUT/.fastdata-state/pieces/``, and this
+process joins them (an in-kernel append, no re-read) into exactly the bytes
+one writer would have written.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 
 from fastdata.errors import FastDataError
+from fastdata.formats import registry
+from fastdata.formats.sample import ShardInfo
 
 from . import state
 from .normalize import EncodeOptions
 from .parallel import worker_pool
 from .plan import Plan, ShardPlan
-from .work import ShardJob, init_worker, write_shard_job
+from .work import ShardJob, init_worker, merge_records, write_shard_job
+
+#: Smallest piece a shard is cut into: below it, a task's start and its share of the join cost more than the balance buys.
+MIN_PIECE_BYTES = 4 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +56,9 @@ class RunOptions:
         fsync: wait for the disk before a shard is recorded as done and
             before the manifest (``--fsync``); otherwise ``--resume`` checks
             each done shard's digests instead (see :mod:`.state`).
+        min_piece_bytes: the smallest piece a shard is cut into for balance
+            (see :func:`plan_tasks`; hidden option ``--test-min-piece`` lets
+            tests cut tiny shards).
     """
 
     workers: int = 1
@@ -48,6 +66,53 @@ class RunOptions:
     test_delay: float = 0.0
     verify_decode: bool = False
     fsync: bool = False
+    min_piece_bytes: int = MIN_PIECE_BYTES
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """Items ``start:stop`` of ``shard``: piece ``piece`` of ``pieces`` (1: the whole shard)."""
+
+    shard: ShardPlan
+    start: int
+    stop: int
+    piece: int = 0
+    pieces: int = 1
+
+
+def plan_tasks(shards: list[ShardPlan], workers: int, joinable: bool, min_piece_bytes: int = MIN_PIECE_BYTES) -> list[Task]:
+    """The tasks that write ``shards``, in order: whole shards while there is
+    more than a shard's worth of work per worker left, then each shard cut
+    into pieces of about the work each worker has left (never below
+    ``min_piece_bytes``, never more than ``workers`` pieces), so that the
+    workers finish together. ``joinable`` False (or one worker): whole shards only."""
+    sizes = [sum(item.size for item in shard.items) for shard in shards]
+    left = sum(sizes)
+    tasks: list[Task] = []
+    for shard, size in zip(shards, sizes):
+        share = left / max(workers, 1)
+        left -= size
+        count = 1
+        if joinable and workers > 1 and size > share and len(shard.items) > 1:
+            count = min(workers, len(shard.items), math.ceil(size / max(share, 1)), max(1, size // max(min_piece_bytes, 1)))
+        bounds = _cut([item.size for item in shard.items], count)
+        tasks += [Task(shard, a, b, k, len(bounds)) for k, (a, b) in enumerate(bounds)]
+    return tasks
+
+
+def _cut(sizes: list[int], count: int) -> list[tuple[int, int]]:
+    """``count`` consecutive, non-empty ranges of ``sizes`` with about equal sums."""
+    if count <= 1:
+        return [(0, len(sizes))]
+    total, bounds, start, acc = sum(sizes), [], 0, 0
+    for i, size in enumerate(sizes):
+        acc += size
+        k = len(bounds) + 1
+        if k < count and acc * count >= total * k and len(sizes) - (i + 1) >= count - k:
+            bounds.append((start, i + 1))
+            start = i + 1
+    bounds.append((start, len(sizes)))
+    return bounds
 
 
 def write_shards(
@@ -69,23 +134,24 @@ def write_shards(
     """
     if not shards:
         return {}
-    jobs = (_job(out, plan, s, run) for s in shards)
+    workers = min(run.workers, sum(len(s.items) for s in shards))
+    tasks = plan_tasks(shards, workers, registry.get(plan.options.format).join is not None, run.min_piece_bytes)
     done: dict[str, dict] = {}
-    workers = min(run.workers, len(shards))
     if workers <= 1:
-        for shard, job in zip(shards, jobs):
-            done[shard.key] = _record(out, plan, shard, write_shard_job(job, progress))
+        for task in tasks:
+            done[task.shard.key] = _record(out, plan, task.shard, write_shard_job(_job(out, plan, task, run), progress))
         return done
     if plan.options.restart_markers:  # imported once here rather than in every forked worker
         import fastdata.decode.native  # noqa: F401
-    futures: dict[Future, ShardPlan] = {}
+    futures: dict[Future, Task] = {}
+    pieces: dict[str, list[dict | None]] = {}  # pieces written so far, by shard key, until the shard is joined
     try:
         with worker_pool(workers, init_worker, report=progress is not None) as pool:
-            todo = iter(zip(shards, jobs))
+            todo: Iterator[Task] = iter(tasks)
             while True:
-                # a few shards per worker in flight: wait() costs O(futures), and a plan may hold 100,000 shards
-                for shard, job in itertools.islice(todo, 2 * workers - len(futures)):
-                    futures[pool.submit(write_shard_job, job)] = shard
+                # a few tasks per worker in flight: wait() costs O(futures), and a plan may hold 100,000 shards
+                for task in itertools.islice(todo, 2 * workers - len(futures)):
+                    futures[pool.submit(write_shard_job, _job(out, plan, task, run))] = task
                 if not futures:
                     break
                 finished, _ = wait(futures, timeout=0.2 if progress else None, return_when=FIRST_COMPLETED)
@@ -93,10 +159,20 @@ def write_shards(
                     for images, nbytes in pool.reports():
                         progress(images, nbytes)
                 for future in finished:
-                    shard = futures.pop(future)
-                    done[shard.key] = _record(out, plan, shard, future.result())
+                    task = futures.pop(future)
+                    record = future.result()
+                    if task.pieces == 1:
+                        done[task.shard.key] = _record(out, plan, task.shard, record)
+                        continue
+                    got = pieces.setdefault(task.shard.key, [None] * task.pieces)
+                    got[task.piece] = record
+                    if all(r is not None for r in got):
+                        done[task.shard.key] = _record(out, plan, task.shard, _join(out, plan, task.shard, got))
+                        del pieces[task.shard.key]
     except BaseException as exc:
-        for shard in futures.values():  # what the killed workers left (a shard committed but not recorded is redone)
+        unfinished = {t.shard.key: t.shard for t in futures.values()}
+        unfinished.update({s.key: s for s in shards if s.key in pieces})
+        for shard in unfinished.values():  # what the killed workers left (a shard committed but not recorded is redone)
             state.clear_shard(out, plan, shard)
         if not isinstance(exc, BrokenProcessPool):
             raise
@@ -107,15 +183,30 @@ def write_shards(
     return done
 
 
-def _job(out: str, plan: Plan, shard: ShardPlan, run: RunOptions) -> ShardJob:
-    state.clear_shard(out, plan, shard)
-    directory = plan.split_dir(out, shard.split)
+def _job(out: str, plan: Plan, task: Task, run: RunOptions) -> ShardJob:
+    shard = task.shard
+    if task.piece == 0:
+        state.clear_shard(out, plan, shard)
+    directory = plan.split_dir(out, shard.split) if task.pieces == 1 else state.piece_dir(out, shard, task.piece)
     directory.mkdir(parents=True, exist_ok=True)
     o = plan.options
     encode = EncodeOptions(resize=o.resize, quality=o.quality, reencode=o.reencode, verify_decode=run.verify_decode,
                            restart_markers=o.restart_markers)
-    return ShardJob(str(directory / shard.file), o.format, shard.items, shard.ids, plan.classes, encode,
-                    run.on_error, run.test_delay, run.fsync)
+    return ShardJob(str(directory / shard.file), o.format, shard.items[task.start:task.stop],
+                    shard.ids[task.start:task.stop], plan.classes, encode, run.on_error, run.test_delay, run.fsync)
+
+
+def _join(out: str, plan: Plan, shard: ShardPlan, records: list[dict]) -> dict:
+    """The shard from its pieces' files, and its record from theirs."""
+    written = [(state.piece_dir(out, shard, k) / shard.file, ShardInfo(**r["info"]))
+               for k, r in enumerate(records) if r["info"] is not None]
+    info = None
+    if written:
+        directory = plan.split_dir(out, shard.split)
+        directory.mkdir(parents=True, exist_ok=True)
+        info = registry.get(plan.options.format).join(directory / shard.file, written)
+    state.clear_pieces(out, shard)
+    return merge_records(records, info)
 
 
 def _record(out: str, plan: Plan, shard: ShardPlan, record: dict) -> dict:

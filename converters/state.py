@@ -149,6 +149,16 @@ def shard_files(directory: Path, file: str) -> list[Path]:
     return [directory / (name + suffix) for name in names for suffix in ("", PARTIAL_SUFFIX)]
 
 
+def piece_dir(out: str | os.PathLike[str], shard: ShardPlan, piece: int) -> Path:
+    """Where piece ``piece`` of a shard cut into pieces is written (see ``pack.plan_tasks``)."""
+    return Path(out) / STATE_DIR / "pieces" / shard.key / str(piece)
+
+
+def clear_pieces(out: str | os.PathLike[str], shard: ShardPlan) -> None:
+    """Remove whatever the pieces of ``shard`` left."""
+    remove(Path(out) / STATE_DIR / "pieces" / shard.key)
+
+
 def record_path(out: str | os.PathLike[str], shard: ShardPlan) -> Path:
     return Path(out) / STATE_DIR / f"{shard.key}.json"
 
@@ -205,8 +215,9 @@ def done_records(out: str | os.PathLike[str], plan: Plan) -> dict[str, dict[str,
 
 def clear_shard(out: str | os.PathLike[str], plan: Plan, shard: ShardPlan) -> None:
     """Remove whatever an interrupted attempt left of ``shard``: its record,
-    its final-named files (and index) and its ``.partial`` files."""
+    its final-named files (and index), its ``.partial`` files and its pieces."""
     remove(record_path(out, shard))
+    clear_pieces(out, shard)
     for leftover in shard_files(plan.split_dir(out, shard.split), shard.file):
         remove(leftover)
 

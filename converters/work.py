@@ -80,6 +80,21 @@ class ShardStats:
         }
 
 
+def merge_records(records: list[dict[str, Any]], info: Any) -> dict[str, Any]:
+    """The done record of a shard written in pieces, from the pieces' records (in order) and the joined ``info``."""
+    stats = ShardStats()
+    for r in records:
+        stats.written += r["written"]
+        stats.bytes_in += r["bytes_in"]
+        stats.bytes_out += r["bytes_out"]
+        stats.normalised_images += r["normalised_images"]
+        stats.restart_marked += r["restart_marked"]
+        stats.per_label.update({int(k): v for k, v in r["per_label"].items()})
+        stats.normalised.update(r["normalised"])
+        stats.skipped += r["skipped"]
+    return stats.record(info)
+
+
 def init_worker(report: Any = None) -> None:
     """Install the progress channel of a worker process: a queue that gets
     ``(images, source_bytes)`` every :data:`REPORT_EVERY` images, or None."""

@@ -81,6 +81,12 @@ class FormatSpec:
             bytes)``: the CRC32C of each record of a shard another tool wrote,
             in its reader's order (:mod:`.checksums`), for ``fastdata index
             --checksums``; None where records carry their own (TFRecord).
+        join: optional ``join(path, pieces) -> ShardInfo``: the shard ``path``
+            from pieces that ``write_shard`` wrote apart (each ``(its data
+            path, its ShardInfo)``, in order, none empty), byte for byte what
+            one ``write_shard`` over all their samples writes. A converter
+            cuts a shard into pieces only for formats that have it (records
+            that do not depend on their position); None: LMDB's B-tree.
     """
 
     name: str
@@ -104,6 +110,7 @@ class FormatSpec:
     check_finalized: Callable[[Path, Manifest], list[Problem]] | None = None
     class_names: Callable[[list[SampleReader]], list[str] | None] | None = None
     record_checksums: Callable[[Detected], tuple[list[int], int]] | None = None
+    join: Callable[[str | os.PathLike[str], list[tuple[Path, ShardInfo]]], ShardInfo] | None = None
 
     @property
     def suffix(self) -> str:

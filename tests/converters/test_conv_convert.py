@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -84,6 +85,58 @@ def test_output_is_identical_for_any_worker_count(shared_data, tmp_path, capsys,
     assert not any(name.startswith(".fastdata") or name.endswith(".partial") for name in one)
     train, val = read_back(tmp_path / "w1" / "train")[1], read_back(tmp_path / "w1" / "val")[1]
     assert len(train) + len(val) == 25 and len(val) == 4
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_shards_cut_into_pieces_join_to_the_same_bytes(shared_data, tmp_path, capsys, monkeypatch, fmt):
+    """Three workers, two shards: the formats that can join cut shards into pieces (pieces of any
+    size: --test-min-piece 1), some with every image skipped, and the output stays the same."""
+    from fastdata.converters import pack
+
+    cut: list[tuple[str, int, int]] = []
+    real = pack.plan_tasks
+
+    def spy(*args, **kwargs):
+        tasks = real(*args, **kwargs)
+        cut.extend((t.shard.key, t.piece, t.pieces) for t in tasks if t.pieces > 1)
+        return tasks
+
+    monkeypatch.setattr(pack, "plan_tasks", spy)
+    src = tmp_path / "src"
+    shutil.copytree(shared_data / "photos" / "edgecases", src)
+    for n in range(6):  # a run of unreadable files: a piece of them is all skipped
+        (src / "zzz_bad" / f"{n}.jpg").parent.mkdir(exist_ok=True)
+        (src / "zzz_bad" / f"{n}.jpg").write_bytes(b"\xff\xd8 not a jpeg")
+    common = ["--format", fmt, "--shards", "2", "--no-shuffle", "--allow-skips", "-q"]
+    assert run_cli(capsys, "convert", src, tmp_path / "w1", "--workers", "1", *common)[0] == 0
+    assert cut == []
+    assert run_cli(capsys, "convert", src, tmp_path / "w3", "--workers", "3", "--test-min-piece", "1", *common)[0] == 0
+    assert bool(cut) == (fmt != "lmdb")  # LMDB's B-tree cannot be joined: whole shards
+    assert tree(tmp_path / "w1") == tree(tmp_path / "w3")
+    assert not (tmp_path / "w3" / ".fastdata-state").exists()
+
+
+def test_plan_tasks_cut_only_the_tail():
+    from fastdata.converters.pack import plan_tasks
+    from fastdata.converters.plan import ShardPlan
+    from fastdata.converters.scan import SourceItem
+
+    mib = 1 << 20
+    shards = [
+        ShardPlan("", g, f"shard-{g:05d}.rec", [SourceItem(f"/x/{g}/{i}", f"{g}/{i}", 0, mib) for i in range(n)],
+                  list(range(n)))
+        for g, n in enumerate([64, 64, 64, 64, 64, 64, 31])
+    ]
+    assert [(t.shard.index, t.pieces) for t in plan_tasks(shards, 1, True)] == [(g, 1) for g in range(7)]
+    assert [(t.shard.index, t.pieces) for t in plan_tasks(shards, 2, False)] == [(g, 1) for g in range(7)]
+    two = plan_tasks(shards, 2, True)
+    assert [(t.shard.index, t.pieces) for t in two if t.pieces > 1] == [(5, 2), (5, 2), (6, 2), (6, 2)]
+    sixteen = plan_tasks(shards, 16, True)
+    assert len(sixteen) >= 16 and all(t.pieces <= 16 for t in sixteen)
+    for tasks in (two, sixteen):  # every item once, in order, pieces never below 4 MiB (the default)
+        assert [(t.shard.index, i) for t in tasks for i in range(t.start, t.stop)] == [
+            (s.index, i) for s in shards for i in range(len(s.items))]
+        assert all(t.stop - t.start >= 4 for t in tasks if t.pieces > 1)
 
 
 def test_val_split_is_disjoint_and_complete(shared_data, tmp_path, capsys):

@@ -57,7 +57,8 @@ def test_sigkill_then_resume_is_byte_identical(shared_data, tmp_path, capsys, fm
     src = shared_data / "photos" / "edgecases"
     out = tmp_path / f"killed-{fmt}"
     # --test-delay slows each image so the kill lands mid-run (see pack.RunOptions).
-    cmd = [sys.executable, "-m", "fastdata.converters.cli", *_convert_args(src, out, fmt), "--workers", "2", "--test-delay", "0.06"]
+    cmd = [sys.executable, "-m", "fastdata.converters.cli", *_convert_args(src, out, fmt), "--workers", "2", "--test-delay", "0.06",
+           "--test-min-piece", "1"]  # the last shards are cut into pieces: the kill may land in one
     tag = f"kill-{fmt}-{os.getpid()}-{time.monotonic_ns()}"
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_tagged_env(tag))
     deadline = time.monotonic() + 60
@@ -79,6 +80,9 @@ def test_sigkill_then_resume_is_byte_identical(shared_data, tmp_path, capsys, fm
     (out / "train").mkdir(exist_ok=True)
     suffix = {"recordio": ".rec", "tfrecord": ".tfrecord", "lmdb": ".lmdb"}[fmt]
     (out / "train" / f"shard-00007{suffix}.partial").write_bytes(b"garbage from a crash")
+    piece = out / STATE_DIR / "pieces" / "train-00007" / "1" / f"shard-00007{suffix}"
+    piece.parent.mkdir(parents=True, exist_ok=True)
+    piece.write_bytes(b"a piece a killed worker left")
 
     code, _, err = run_cli(capsys, *_convert_args(src, out, fmt))
     assert code == 2 and "--resume" in err  # an unfinished OUT is not silently restarted

@@ -15,6 +15,7 @@ The byte layout is in ``spec.md`` beside this file.
 
 from ..hooks import DALIReader, IndexHook
 from ..registry import FormatSpec
+from .join import join_shard
 from . import tools
 from .framing import MAGIC
 from .index import build_index, default_index_path, parse_index, write_index
@@ -55,6 +56,7 @@ FORMAT = FormatSpec(
     finalize=finalize,
     check_finalized=tools.check_finalized,
     class_names=class_names,
+    join=join_shard,
 )
 
 __all__ = [

@@ -15,6 +15,7 @@ Conventions:
 
 from ..hooks import DALIReader, IndexHook
 from ..registry import FormatSpec
+from .join import join_shard
 from . import tools
 from .compression import detect as detect_compression
 from .example_encode import encode_example
@@ -54,6 +55,7 @@ FORMAT = FormatSpec(
     index=IndexHook(path=tools.index_path, build=tools.build),
     label_base=LABEL_BASE,
     class_names=class_names,
+    join=join_shard,
 )
 
 __all__ = [

@@ -1,0 +1,113 @@
+"""What the formats need to join a shard written in pieces: the CRC32C of a
+concatenation from the pieces' CRCs, appending one file to another inside
+the kernel, and shifting the offsets of an index by a piece's position.
+
+A converter may cut one shard into pieces that several workers write at the
+same time (see ``converters/pack.py``); a format whose records do not depend
+on their position (RecordIO, TFRecord) joins them into exactly the bytes one
+writer would have produced. Nothing here reads a piece's data back.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+
+_CASTAGNOLI = 0x82F63B78  # the CRC32C polynomial, reflected
+
+
+def _times(matrix: list[int], vector: int) -> int:
+    total, row = 0, 0
+    while vector:
+        if vector & 1:
+            total ^= matrix[row]
+        vector >>= 1
+        row += 1
+    return total
+
+
+def _square(matrix: list[int]) -> list[int]:
+    return [_times(matrix, matrix[n]) for n in range(32)]
+
+
+def crc32c_combine(crc1: int, crc2: int, len2: int) -> int:
+    """CRC32C of ``A + B`` from ``crc1`` of A, ``crc2`` of B and ``len(B)``.
+
+    zlib's ``crc32_combine`` method (shifting ``crc1`` over ``len2`` zero
+    bytes with squared GF(2) operators), for the Castagnoli polynomial:
+    about 60 matrix squarings at most, whatever the lengths.
+    """
+    if len2 <= 0:
+        return crc1
+    odd = [_CASTAGNOLI] + [1 << n for n in range(31)]  # one zero bit
+    even = _square(odd)  # two zero bits
+    odd = _square(even)  # four zero bits
+    while True:
+        even = _square(odd)  # first pass: one zero byte
+        if len2 & 1:
+            crc1 = _times(even, crc1)
+        len2 >>= 1
+        if not len2:
+            break
+        odd = _square(even)
+        if len2 & 1:
+            crc1 = _times(odd, crc1)
+        len2 >>= 1
+        if not len2:
+            break
+    return crc1 ^ crc2
+
+
+def append_file(target, source: str | os.PathLike[str]) -> int:
+    """Append the whole file ``source`` to the open binary file ``target``; returns the bytes appended.
+
+    ``os.copy_file_range`` copies inside the kernel (page cache to page
+    cache, or a reflink where the filesystem shares blocks); where it is
+    missing or refused (another filesystem, an old kernel) a plain copy.
+    """
+    target.flush()
+    size = os.path.getsize(source)
+    copied = 0
+    with open(source, "rb") as src:
+        copy = getattr(os, "copy_file_range", None)
+        if copy is not None:
+            try:
+                while copied < size and (n := copy(src.fileno(), target.fileno(), size - copied)):
+                    copied += n
+            except OSError:
+                pass  # EXDEV, ENOSYS, EINVAL: the rest is copied below
+        if copied < size:
+            src.seek(copied)
+            target.seek(0, os.SEEK_END)  # copy_file_range moved the descriptor, not the buffered file
+            shutil.copyfileobj(src, target, 1 << 20)
+            target.flush()
+    target.seek(0, os.SEEK_END)
+    return size
+
+
+def shift_offsets(text: str, base: int, field: int, sep: str | None) -> str:
+    """An index's text with the integer in column ``field`` of every line increased by ``base``.
+
+    ``sep`` splits the columns (None: any whitespace, joined back with one
+    space). Lines keep their order and their other columns byte for byte.
+    """
+    if not base:
+        return text
+    joiner = sep if sep is not None else " "
+    out = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        cols = line.split(sep)
+        cols[field] = str(int(cols[field]) + base)
+        out.append(joiner.join(cols) + "\n")
+    return "".join(out)
+
+
+def combined(crcs_and_sizes: list[tuple[int, int]], combine: Callable[[int, int, int], int] = crc32c_combine) -> int:
+    """The CRC32C of the concatenation of parts given as ``(crc, size)``."""
+    total = 0
+    for crc, size in crcs_and_sizes:
+        total = combine(total, crc, size)
+    return total
