@@ -10,13 +10,17 @@ a busy machine slows all of them alike:
 * ``rm2``: ``fastdata convert --format recordio`` with 2 workers (restart
   markers, the default for JPEGs when the compiled decoder is built);
 * ``rm1``: the same with 1 worker (CPU per image of the transcode path);
-* ``w1nf``, ``w2nf``: ``w1``, ``w2`` with ``os.fsync`` made a no-op, to show what
-  the shards' fsync costs (measurement only: not crash-safe).
+* ``w1fs``, ``w2fs``: ``w1``, ``w2`` with ``--fsync`` (every shard and the manifest
+  wait for the disk), to show what durability costs.
 
 Each figure is images / wall seconds of the whole command (a fresh Python
 process each time), median over ``--rounds``. Sources are read from the page
-cache (one warm-up read first). Results: a table on stdout and JSON
-(``--json``), with the machine and versions.
+cache (one warm-up read first), and fastdata's modules are byte-compiled
+first, as ``pip install`` does (this sandbox sets PYTHONDONTWRITEBYTECODE, so
+without it every command would compile them again). The start-up part of
+each command is measured on a 2-image folder, so the table also gives the
+rate beyond start-up. Results: a table on stdout and JSON (``--json``), with
+the machine and versions.
 
     python benchmarks/convert_scaling.py [--src DIR] [--copies 16] [--rounds 3] [--json out.json]
 
@@ -83,8 +87,6 @@ print(len(files))
 # The CLI in this process, then this process's and its workers' CPU seconds as JSON on fd 3's file.
 WRAPPED = r"""
 import json, os, resource, sys
-if os.environ.get("CONVERT_SCALING_NO_FSYNC"):  # measurement only: what the shards' fsync costs
-    os.fsync = lambda fd: None
 from fastdata.converters.cli import main
 rc = main(sys.argv[1:])
 me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -99,11 +101,10 @@ VARIANTS = {
     "w2": ("fastdata convert --passthrough --workers 2", ["--passthrough", "--workers", "2"]),
     "rm1": ("fastdata convert (restart markers) --workers 1", ["--workers", "1"]),
     "rm2": ("fastdata convert (restart markers) --workers 2", ["--workers", "2"]),
-    # what fsync costs: the same commands with os.fsync a no-op (not crash-safe; for the figures only)
-    "w1nf": ("  the same as w1, fsync disabled (measurement only)", ["--passthrough", "--workers", "1"]),
-    "w2nf": ("  the same as w2, fsync disabled (measurement only)", ["--passthrough", "--workers", "2"]),
+    # what durability costs: every shard and the manifest wait for the disk
+    "w1fs": ("  the same as w1, with --fsync", ["--passthrough", "--workers", "1", "--fsync"]),
+    "w2fs": ("  the same as w2, with --fsync", ["--passthrough", "--workers", "2", "--fsync"]),
 }
-NO_FSYNC = {"w1nf", "w2nf"}
 
 
 def build_source(photos: Path, copies: int, scratch: Path) -> Path:
@@ -120,6 +121,17 @@ def build_source(photos: Path, copies: int, scratch: Path) -> Path:
                 os.link(p, tmp / cls.name / f"k{k}_{p.name}")
     tmp.rename(src)
     return src
+
+
+def compile_fastdata() -> None:
+    """Byte-compile fastdata's modules, as ``pip install`` does for an installed package."""
+    import compileall
+
+    import fastdata
+    import fastdata.converters
+
+    for module in (fastdata, fastdata.converters):
+        compileall.compile_dir(os.path.dirname(module.__file__), quiet=1)
 
 
 def count_images(src: Path) -> int:
@@ -139,8 +151,6 @@ def run_once(key: str, src: Path, scratch: Path) -> tuple[float, dict[str, float
         cmd = [sys.executable, "-c", WRAPPED, "convert", str(src), str(out), "--format", "recordio",
                "--allow-skips", "--quiet", *flags]
     env = {**os.environ, "CONVERT_SCALING_CPU": str(cpu_file)}
-    if key in NO_FSYNC:
-        env["CONVERT_SCALING_NO_FSYNC"] = "1"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -171,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     args.scratch.mkdir(parents=True, exist_ok=True)
     src = args.src or build_source(args.photos, args.copies, args.scratch)
     images = count_images(src)
+    compile_fastdata()
     for f in src.rglob("*"):  # warm the page cache
         if f.is_file():
             f.read_bytes()
@@ -192,11 +203,11 @@ def main(argv: list[str] | None = None) -> int:
         ratios["w2 / w1 (target >= 1.8)"] = rates["w2"] / rates["w1"]
     if "rm2" in rates:
         ratios["rm2 / 488 img/s (target >= 2)"] = rates["rm2"] / 488.0
-    for k in ("w1nf", "w2nf"):
+    for k in ("w1fs", "w2fs"):
         if k in rates and "plain" in rates:
             ratios[f"{k} / plain"] = rates[k] / rates["plain"]
-    if "w1nf" in rates and "w2nf" in rates:
-        ratios["w2nf / w1nf"] = rates["w2nf"] / rates["w1nf"]
+    if "w1fs" in rates and "w2fs" in rates:
+        ratios["w2fs / w1fs"] = rates["w2fs"] / rates["w1fs"]
     if "rm1" in rates and "rm2" in rates:
         ratios["rm2 / rm1"] = rates["rm2"] / rates["rm1"]
     print(f"\n{images} images from {src}, median of {args.rounds} interleaved rounds, whole-command wall time")
@@ -218,16 +229,28 @@ def main(argv: list[str] | None = None) -> int:
     if "plain" in keys and "w1" in keys:  # less sensitive to a busy machine than wall time
         ratios["CPU per image, plain / w1"] = (
             statistics.median(c["total"] for c in cpu["plain"]) / statistics.median(c["total"] for c in cpu["w1"]))
+    # the fixed cost of a command (interpreter, imports, planning, the manifest): a 2-image folder's
+    tiny = args.scratch / "tiny"
+    if not tiny.is_dir():
+        (tiny / "a").mkdir(parents=True)
+        for p in sorted(src.rglob("*.jpg"))[:2]:
+            os.link(p, tiny / "a" / p.name)
+    tiny_runs = {k: [run_once(k, tiny, args.scratch) for _ in range(3)] for k in keys}
+    fixed_wall = {k: statistics.median(seconds for seconds, _ in runs) for k, runs in tiny_runs.items()}
+    beyond = {k: images / max(statistics.median(times[k]) - fixed_wall[k], 1e-9) for k in keys}
+    print(f"\n{'beyond start-up (wall minus a 2-image run)':<55} {'img/s':>9} {'start-up':>9}")
+    for k in keys:
+        print(f"{VARIANTS[k][0]:<55} {beyond[k]:>9,.0f} {fixed_wall[k]:>8.2f}s")
+    if "plain" in beyond and "w1" in beyond:
+        ratios["beyond start-up: w1 / plain"] = beyond["w1"] / beyond["plain"]
+    if "w1" in beyond and "w2" in beyond:
+        ratios["beyond start-up: w2 / w1"] = beyond["w2"] / beyond["w1"]
+    for name in [n for n in ratios if n.startswith("beyond")]:
+        print(f"{name:<55} {ratios[name]:>9.2f}")
     if per_image:
-        # the main process's fixed cost (interpreter, imports, writing the manifest): a 2-image folder's
-        tiny = args.scratch / "tiny"
-        if not tiny.is_dir():
-            (tiny / "a").mkdir(parents=True)
-            for p in sorted(src.rglob("*.jpg"))[:2]:
-                os.link(p, tiny / "a" / p.name)
         fixed = {}
         for k in per_image:
-            fixed[k] = statistics.median(run_once(k, tiny, args.scratch)[1]["main"] for _ in range(3))
+            fixed[k] = statistics.median(used["main"] for _, used in tiny_runs[k])
             per_image[k]["main_fixed_cpu_s"] = fixed[k]
             per_image[k]["main_cpu_us_per_image_beyond_fixed"] = (statistics.median(c["main"] for c in cpu[k]) - fixed[k]) / images * 1e6
         print(f"\n{'CPU per image (median), µs':<55} {'main':>9} {'workers':>9} {'main beyond start-up':>21}")
@@ -247,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         doc = {
             "images": images, "source": str(src), "rounds": args.rounds,
             "seconds": times, "cpu_seconds": cpu, "cpu_per_image": per_image, "img_per_s": rates, "ratios": ratios,
+            "startup_seconds": fixed_wall, "img_per_s_beyond_startup": beyond, "bytecode": "precompiled (compileall)",
             "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "python": sys.version.split()[0],
                         "fastdata": getattr(fastdata, "__version__", "?"), "decoder": native_status(),
                         "load_before": load_before, "load_after": os.getloadavg()},

@@ -20,6 +20,7 @@ from typing import Any
 from fastdata.errors import ConfigError, ManifestError
 from fastdata.formats import dataset_writer
 from fastdata.formats._atomic import commit, partial_path
+from fastdata.order.conversion import conversion_generator, conversion_order
 
 from .scan import ScanResult, SourceItem
 
@@ -191,9 +192,7 @@ def make_plan(scan: ScanResult, options: PlanOptions, source: dict[str, Any]) ->
     shards: list[ShardPlan] = []
     for n, (split, members) in enumerate(parts):
         if options.shuffle:
-            from fastdata.order.seeds import conversion_generator  # numpy: only a shuffled plan pays its import
-
-            order = conversion_generator(options.seed, _ORDER_STREAM, n).permutation(len(members))
+            order = conversion_order(options.seed, _ORDER_STREAM, n, len(members))
             members = [members[i] for i in order]
         for index, (start, stop) in enumerate(_boundaries([m.size for m in members], options)):
             shards.append(
@@ -223,9 +222,7 @@ def _choose_val(items: Sequence[SourceItem], fraction: float, seed: int) -> list
     groups: dict[object, list[int]] = {}
     for pos, item in enumerate(items):
         groups.setdefault(item.label if isinstance(item.label, int) else None, []).append(pos)
-    from fastdata.order.seeds import conversion_generator  # numpy: only a split plan pays its import
-
-    rng = conversion_generator(seed, _VAL_STREAM)
+    rng = conversion_generator(seed, _VAL_STREAM)  # numpy's choice(): only a split plan imports numpy
     chosen: list[int] = []
     for key in sorted(groups, key=lambda k: -1 if k is None else k):
         members = groups[key]

@@ -21,16 +21,21 @@ about 11 GB/s, computed while writing) or ``"sha256:..."``.
 
 from __future__ import annotations
 
+import array
 import hashlib
 import os
 import struct
+import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
 from crc32c import crc32c
 
 from ..errors import FormatError
+
+if TYPE_CHECKING:  # numpy is not imported at run time: a small conversion does not pay its import
+    import numpy as np
 
 SUFFIX = ".crc"
 MAGIC = b"FDCRC32C"
@@ -52,7 +57,14 @@ def record_crc(data: bytes | memoryview, key: bytes = b"") -> int:
 
 def encode(crcs: Sequence[int] | np.ndarray, data_bytes: int) -> bytes:
     """The sidecar's bytes for ``crcs`` of a data file of ``data_bytes`` bytes."""
-    body = _HEAD.pack(MAGIC, VERSION, 0, len(crcs), data_bytes) + np.asarray(crcs, dtype="<u4").tobytes()
+    if hasattr(crcs, "astype"):  # a numpy array
+        values = crcs.astype("<u4").tobytes()
+    else:
+        table = array.array("I", crcs)  # C unsigned int: 32 bits wherever CPython runs
+        if sys.byteorder != "little":
+            table.byteswap()
+        values = table.tobytes()
+    body = _HEAD.pack(MAGIC, VERSION, 0, len(crcs), data_bytes) + values
     return body + _TAIL.pack(crc32c(body))
 
 

@@ -40,6 +40,8 @@ def crc32c_combine(crc1: int, crc2: int, len2: int) -> int:
     """
     if len2 <= 0:
         return crc1
+    if crc1 == 0:  # the CRC of nothing (or of what shifts to nothing): the operator maps 0 to 0
+        return crc2
     odd = [_CASTAGNOLI] + [1 << n for n in range(31)]  # one zero bit
     even = _square(odd)  # two zero bits
     odd = _square(even)  # four zero bits

@@ -1,4 +1,5 @@
-"""Every seed fastdata uses, derived here and nowhere else.
+"""Every seed fastdata uses, derived here and nowhere else (the converter's,
+which must import without numpy, in :mod:`.conversion`).
 
 Each stream is a pure function of ``(seed, epoch, rank, index)`` (or the part
 of it that matters) plus a constant naming its purpose, so two purposes never
@@ -140,7 +141,6 @@ def pipeline_seed(seed: int, rank: int) -> int:
     return seed + rank
 
 
-def conversion_generator(seed: int, purpose: int, index: int = 0) -> np.random.Generator:
-    """A converter's stream for one purpose (sample order, validation split)
-    and, where it draws per class, one class ``index``."""
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed & _M32, purpose, index])))
+# The converter's streams (conversion_generator, conversion_order) are in .conversion,
+# which imports without numpy so that a small conversion does not pay for it.
+from .conversion import conversion_generator, conversion_order  # noqa: E402,F401
