@@ -210,6 +210,7 @@ def _write_sources(directory: Path, plan: Plan, split: str, records: dict) -> st
     ``i`` was converted from, so errors about a damaged record can name it (the
     plan that knew it is deleted once the conversion is finished)."""
     root = plan.source["root"]
+    dumps = json.JSONEncoder().encode
     lines = []
     for shard in plan.shards:
         if shard.split != split:
@@ -217,8 +218,10 @@ def _write_sources(directory: Path, plan: Plan, split: str, records: dict) -> st
         skipped = {path for path, _ in records[shard.key]["skipped"]}
         for item in shard.items:
             if item.path not in skipped:
-                path = os.path.join(root, *item.rel.split("/"))
-                lines.append(json.dumps(path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")) + "\n")
+                path = os.path.join(root, item.rel.replace("/", os.sep))
+                if not path.isascii():  # undecodable bytes arrive as surrogate escapes; JSON holds UTF-8
+                    path = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                lines.append(dumps(path) + "\n")
     write_text_atomic(directory / SOURCES_FILE, "".join(lines))
     return SOURCES_FILE
 

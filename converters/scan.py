@@ -167,24 +167,41 @@ def _scan_class(class_dir: str, name: str, label: int, extensions: tuple[str, ..
         walked.append((dirpath, filenames))
     found = 0
     root_len = len(result.root.rstrip(os.sep)) + 1
+    items = result.items
     for dirpath, filenames in sorted(walked):
-        for fname in sorted(filenames):
-            full = os.path.join(dirpath, fname)
-            if fname.startswith("."):
-                result.ignored.append((full, "hidden file"))
-                continue
-            ext = os.path.splitext(fname)[1].lower()
-            if not has_image_extension(fname, extensions):
-                result.ignored.append((full, f"extension {ext or '(none)'!r} not in --exts"))
-                continue
-            found += 1
-            rel = full[root_len:].replace(os.sep, "/")
-            size, reason = _stat_file(full)
-            if reason is not None:
-                result.skipped.append((full, reason))
-                continue
-            result.items.append(SourceItem(full, rel, label, size))
+        prefix = os.path.join(dirpath, "")
+        rel_prefix = prefix[root_len:].replace(os.sep, "/")
+        # stat by name relative to the open folder: no path walk per file (a quarter of the scan)
+        dir_fd = _open_dir(dirpath)
+        try:
+            for fname in sorted(filenames):
+                if fname.startswith("."):
+                    result.ignored.append((prefix + fname, "hidden file"))
+                    continue
+                if not has_image_extension(fname, extensions):
+                    ext = os.path.splitext(fname)[1].lower()
+                    result.ignored.append((prefix + fname, f"extension {ext or '(none)'!r} not in --exts"))
+                    continue
+                found += 1
+                full = prefix + fname
+                size, reason = _stat_file(full, fname, dir_fd)
+                if reason is not None:
+                    result.skipped.append((full, reason))
+                    continue
+                items.append(SourceItem(full, rel_prefix + fname, label, size))
+        finally:
+            if dir_fd is not None:
+                os.close(dir_fd)
     return found
+
+
+def _open_dir(path: str) -> int | None:
+    if os.stat not in os.supports_dir_fd:
+        return None
+    try:
+        return os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return None
 
 
 def _walk_error(result: ScanResult):
@@ -194,10 +211,11 @@ def _walk_error(result: ScanResult):
     return record
 
 
-def _stat_file(path: str) -> tuple[int, str | None]:
-    """``(size, None)``, or ``(0, why)`` when ``stat`` alone shows ``path`` cannot be an image file."""
+def _stat_file(path: str, name: str | None = None, dir_fd: int | None = None) -> tuple[int, str | None]:
+    """``(size, None)``, or ``(0, why)`` when ``stat`` alone shows ``path`` cannot be an image file
+    (stat'ed as ``name`` in the open folder ``dir_fd`` when given)."""
     try:
-        st = os.stat(path)
+        st = os.stat(name, dir_fd=dir_fd) if dir_fd is not None else os.stat(path)
     except OSError as exc:
         if os.path.islink(path):
             return 0, f"broken symlink (target {os.readlink(path)!r} is missing)"

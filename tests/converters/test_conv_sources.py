@@ -59,3 +59,17 @@ def test_the_source_list_is_part_of_the_dataset(tmp_path, capsys):
     m = manifest_json(out)
     lines = (out / m["extra"]["sources"]).read_text().splitlines()
     assert [json.loads(line) for line in lines] == [str(src / c / f"img_{k:03d}.jpg") for c in "ab" for k in range(2)]
+
+
+def test_sources_hold_non_ascii_and_undecodable_names(tmp_path, capsys):
+    src, out = tmp_path / "src", tmp_path / "out"
+    make_folder(src, {"a": 1})
+    (src / "a" / "épreuve ü.jpg").write_bytes(jpeg(3))
+    os_name = b"bad-\xff-name.jpg"  # not UTF-8: Python sees a surrogate escape
+    (src / "a").joinpath(os_name.decode("utf-8", "surrogateescape")).write_bytes(jpeg(4))
+    assert run_cli(capsys, "convert", src, out, "--format", "recordio", "--no-shuffle", "-q")[0] == 0
+    lines = [json.loads(line) for line in (out / "sources.jsonl").read_text(encoding="utf-8").splitlines()]
+    names = sorted(p.rsplit("/", 1)[1] for p in lines)
+    assert names == sorted([p.name for p in (src / "a").iterdir() if p.name.isascii() and "bad" not in p.name]
+                           + ["bad-\ufffd-name.jpg", "épreuve ü.jpg"])
+    assert all(p.startswith(str(src)) for p in lines)
