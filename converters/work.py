@@ -15,6 +15,7 @@ Pillow and the format, not the planning machinery.
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -101,15 +102,32 @@ def init_worker(report: Any = None) -> None:
     _REPORT["fn"] = (lambda images, nbytes: report.put((images, nbytes))) if report is not None else None
 
 
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+
 def read_file(path: str) -> bytes:
-    """The file's bytes, or SkippedFile saying why it cannot be read."""
+    """The file's bytes, or SkippedFile saying why it cannot be read.
+
+    One ``read`` of the size ``fstat`` gives (no buffered file object: a
+    third of the cost of reading a 100 kB photo from the page cache).
+    """
     try:
-        with open(path, "rb") as f:
-            return f.read()
+        fd = os.open(path, _OPEN_FLAGS)
+        try:
+            want = os.fstat(fd).st_size + 1  # one byte more: a short read then proves the end of the file
+            data = os.read(fd, want)
+            if len(data) == want:  # the file grew since: read to its end
+                parts = [data]
+                while chunk := os.read(fd, 1 << 20):
+                    parts.append(chunk)
+                data = b"".join(parts)
+        finally:
+            os.close(fd)
     except IsADirectoryError:
         raise SkippedFile(path, "is a directory, not an image file") from None
     except OSError as exc:
         raise SkippedFile(path, f"cannot read: {exc.strerror or exc}") from None
+    return data
 
 
 def write_shard_job(job: ShardJob, report: Callable[[int, int], None] | None = None) -> dict[str, Any]:

@@ -86,17 +86,17 @@ def test_on_error_raise_stops_at_the_first_bad_file(bad_folder, tmp_path, capsys
 
 
 def test_unreadable_file(tmp_path, capsys, monkeypatch):
-    # Tests run as root, where chmod 000 does not stop reads: make open() fail instead.
+    # Tests run as root, where chmod 000 does not stop reads: make opening it fail instead.
     files = make_folder(tmp_path / "src", {"a": 3})
     victim = str(tmp_path / "src" / "a" / "img_001.jpg")
-    real_open = open
+    real_open = os.open
 
     def fake_open(path, *args, **kwargs):
         if str(path) == victim:
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(work, "open", fake_open, raising=False)
+    monkeypatch.setattr(work.os, "open", fake_open)
     code, _, err = run_cli(capsys, "convert", tmp_path / "src", tmp_path / "o", "--format", "lmdb", "--workers", "1")
     assert code == 1 and f"{victim}: cannot read: Permission denied" in err
     assert len(files) == 3
