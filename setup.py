@@ -101,7 +101,8 @@ setup(
         ),
         Extension(
             "fastdata.formats._speedups",
-            sources=[f"{SPEEDUPS}/speedups.c"],
+            sources=[f"{SPEEDUPS}/speedups.c", f"{SPEEDUPS}/jpeg_check.c"],
+            depends=[f"{SPEEDUPS}/jpeg_check.h"],
             extra_compile_args=["-O3"] if os.name != "nt" else [],
         ),
     ],

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "jpeg_check.h"
+
 /* -- magic_cuts ---------------------------------------------------------- */
 
 /* The RecordIO magic word 0xCED7230A as it lies in memory (little-endian on
@@ -156,9 +158,47 @@ static PyObject *crc32c_combine(PyObject *self, PyObject *const *args, Py_ssize_
     return PyLong_FromUnsignedLong(multmodp(x2nmodp(len2, 3), crc1) ^ crc2);
 }
 
+/* -- jpeg_passthrough_size ----------------------------------------------- */
+
+PyDoc_STRVAR(jpeg_passthrough_size_doc,
+"jpeg_passthrough_size(data, max_pixels, /)\n--\n\n"
+"converters.jpeg_check.passthrough_size in C: (height, width) or None; NotImplemented\n"
+"where the Python version must decide (a max_pixels that is not a non-negative int).\n"
+"max_pixels is Image.MAX_IMAGE_PIXELS, or None for no limit.");
+
+static PyObject *jpeg_passthrough_size(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Py_buffer view;
+    unsigned long long limit = 0;
+    int has_limit = 0;
+    (void)self;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "jpeg_passthrough_size() takes 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (args[1] != Py_None) {
+        /* Pillow compares height * width > MAX_IMAGE_PIXELS; a negative or
+         * float limit is left to the Python version. */
+        if (!PyLong_Check(args[1])) Py_RETURN_NOTIMPLEMENTED;
+        limit = PyLong_AsUnsignedLongLong(args[1]);
+        if (limit == (unsigned long long)-1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        has_limit = 1;
+    }
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    unsigned height = 0, width = 0;
+    int verdict = fd_jpeg_passthrough((const unsigned char *)view.buf, (size_t)view.len, has_limit, limit, &height, &width);
+    PyBuffer_Release(&view);
+    if (verdict == FD_JPEG_NO) Py_RETURN_NONE;
+    return Py_BuildValue("(II)", height, width);
+}
+
 static PyMethodDef methods[] = {
     {"magic_cuts", magic_cuts, METH_O, magic_cuts_doc},
     {"crc32c_combine", (PyCFunction)(void (*)(void))crc32c_combine, METH_FASTCALL, crc32c_combine_doc},
+    {"jpeg_passthrough_size", (PyCFunction)(void (*)(void))jpeg_passthrough_size, METH_FASTCALL,
+     jpeg_passthrough_size_doc},
     {NULL, NULL, 0, NULL},
 };
 
