@@ -13,6 +13,10 @@ and writing one ``.rec`` (thread CPU time, so a busy neighbour costs little):
   search, the CRC run twice), rebuilt here from the same framing functions.
 - ``portable``: ``Writer.write_parts`` on the portable path (numpy word search, CRC twice).
 - ``compiled``: ``Writer.write_parts`` with fastdata.formats._speedups (one CRC pass).
+- ``shard portable`` / ``shard compiled``: the converter's per-image work
+  around the write as well: read, ``jpeg_check.passthrough_size``, a
+  ``Sample``, ``recordio.shards.write_shard`` (one shard: partial names,
+  ``.crc`` sidecar, ``.idx`` digest, renames).
 - ``jpeg check python`` / ``jpeg check compiled``: converters.jpeg_check's
   structural check alone, on bytes already in memory (no read).
 
@@ -93,6 +97,25 @@ def _parts(compiled: bool):
     return run
 
 
+def _shard(compiled: bool):
+    from fastdata.converters.jpeg_check import passthrough_size
+    from fastdata.formats.recordio.shards import write_shard
+    from fastdata.formats.sample import Sample
+
+    def samples(files: list[str]):
+        for key, path in enumerate(files):
+            with open(path, "rb") as f:
+                data = f.read()
+            if passthrough_size(data) is None:
+                continue  # the converter would decode it: not timed here
+            yield Sample(data, key % 2, key)
+
+    def run(files: list[str], out: Path) -> None:
+        with speedups.using(compiled):
+            write_shard(out, samples(files))
+    return run
+
+
 def _jpeg_rows(datas: list[bytes]) -> dict:
     from fastdata.converters import jpeg_check
 
@@ -147,6 +170,9 @@ def main() -> int:
     rows = {"read": _read_only, "plain loop": _plain, "old": _old, "portable": _parts(False)}
     if speedups.available():
         rows["compiled"] = _parts(True)
+    rows["shard portable"] = _shard(False)
+    if speedups.available():
+        rows["shard compiled"] = _shard(True)
     else:
         print(f"record_write_cost: no compiled row: {speedups.status()}", file=sys.stderr)
     jpeg_rows = _jpeg_rows(datas)
