@@ -22,7 +22,7 @@ NAME = "fastdata.formats._speedups"
 try:
     from . import _speedups as _compiled
 except ImportError as exc:  # not built: no compiler at install time, or a source tree not built in place
-    _compiled: ModuleType | None = None
+    _compiled = None
     _why = f"{NAME} is not built ({exc})"
 else:
     _why = ""
