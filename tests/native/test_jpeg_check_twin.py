@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import random
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -71,6 +73,10 @@ def _crafted(base: bytes) -> list[bytes]:
     mpf = base[:2] + b"\xff\xe2\x00\x08MPF\0\0\0" + base[2:]
     exif_cut = base[:2] + b"\xff\xe1\x00\x08Exif\0\0" + base[2:]  # "II" etc. read past the segment, as Python does
     fill = base[:2] + b"\xff\xff\xff\xfe\x00\x04ab" + base[2:]
+    # segments whose length runs past the end of a small file (nothing may be read past it)
+    for marker in (b"\xdb", b"\xc0", b"\xe1", b"\xe0", b"\xda"):
+        for body in (b"\0" * 5, b"Exif\0\0II*\0", b"\x08\0\x10\0\x10\x03\x01\x22\0"):
+            out.append(b"\xff\xd8\xff" + marker + b"\xff\xf0" + body + b"\xff\xd9")
     return out + [twice, xmp, xmp_near, short_jfif, short_adobe, short_icc, icc_ok, mpf, exif_cut, fill,
                   base + b"\0", base[:-1], base[:4], b"\xff\xd8\xff\xd9", b""]
 
@@ -160,3 +166,19 @@ def test_buffers_other_than_bytes_take_the_python_path(shared_data: Path):
     data = next(d for d in _seeds(shared_data) if _python(d) is not None)
     with speedups.using(True):
         assert jpeg_check.passthrough_size(bytearray(data)) == _python(data)
+
+
+def test_no_sanitizer_report_and_the_same_answers(shared_data: Path, tmp_path: Path):
+    """A small round of tests/native/fuzz_jpeg_check.py: jpeg_check.c under
+    AddressSanitizer + UndefinedBehaviorSanitizer, each input in a buffer of
+    exactly its size."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import fuzz_jpeg_check
+
+    if fuzz_jpeg_check.compiler() is None:
+        pytest.skip("no C compiler")
+    try:
+        checked, problems = fuzz_jpeg_check.run(shared_data, files=30, mutants=40, seed=1, workdir=tmp_path)
+    except subprocess.CalledProcessError as exc:
+        pytest.skip(f"the compiler cannot build with sanitizers here: {exc.stderr[-300:]}")
+    assert checked > 1500 and problems == []
