@@ -207,3 +207,16 @@ def test_write_parts_reproduces_mxnet_files(path, shared_data: Path, tmp_path: P
     assert written == (vectors / f"{name}.rec").read_bytes()
     assert writer.file_crc == crc32c(written)
     assert writer.crcs == [crc32c(reader[i]) for i in range(len(reader))]
+
+
+def test_write_shard_packs_class_indexes_directly_with_the_same_bytes_and_errors():
+    from fastdata.errors import ConfigError
+    from fastdata.formats.recordio.shards import _head, _header
+    from fastdata.formats.sample import Sample
+
+    for label, key in [(0, 0), (1, 5), (999, 2**64 - 1), (2**60, 3), (True, 1), (2.5, 1), ([1.0, 2.0], 4)]:
+        sample = Sample(b"x", label, key)
+        assert _head(sample) == pack_header(_header(sample)), (label, key)
+    for key in (-1, 2**64):
+        with pytest.raises(ConfigError, match="out of range"):
+            _head(Sample(b"x", 1, key))
