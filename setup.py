@@ -1,11 +1,15 @@
-"""Build the optional compiled crop decoder (fastdata.decode._cropdecode).
+"""Build the optional compiled extensions.
 
-Everything else is in pyproject.toml. The extension needs a C compiler and
-the libjpeg headers (libjpeg-turbo >= 1.5); without them the install still
-succeeds and fastdata decodes crops with its pure-Python path
-(``fastdata.decode.native_status()`` says which one is in use).
+Everything else is in pyproject.toml. Two extensions, both optional:
 
-FASTDATA_NO_NATIVE=1 skips the build on purpose.
+- ``fastdata.decode._cropdecode``, the crop decoder: needs a C compiler and
+  the libjpeg headers (libjpeg-turbo >= 1.5); without it fastdata decodes
+  crops with its pure-Python path (``fastdata.decode.native_status()``).
+- ``fastdata.formats._speedups``, the per-record arithmetic of writing shards
+  (magic-word search, CRC32C combining): needs only a C compiler; without it
+  writing takes the portable path (``fastdata.formats.speedups.status()``).
+
+The install succeeds without either. FASTDATA_NO_NATIVE=1 skips both on purpose.
 """
 
 from __future__ import annotations
@@ -22,7 +26,13 @@ HINT = (
     "macOS: brew install jpeg-turbo) and a C compiler, then reinstall fastdata."
 )
 
+HINT_SPEEDUPS = (
+    "fastdata: the compiled write helpers were not built ({reason}); installing the portable path "
+    "(shards are identical, writing costs more CPU). For the fast path: a C compiler, then reinstall fastdata."
+)
+
 NATIVE = "fastdata/decode/_native"
+SPEEDUPS = "fastdata/formats/_native"
 
 
 class OptionalBuildExt(build_ext):
@@ -45,13 +55,14 @@ class OptionalBuildExt(build_ext):
         try:
             super().build_extension(ext)
         except Exception as exc:  # missing jpeglib.h, compile or link error
-            self._skip([ext], _reason(exc))
+            self._skip([ext], _reason(exc, ext.libraries))
 
     def _skip(self, extensions: list[Extension], reason: str) -> None:
         for ext in extensions:
             if ext.name not in self.failed:
                 self.failed.append(ext.name)
-                print(HINT.format(reason=reason), file=sys.stderr)
+                hint = HINT_SPEEDUPS if ext.name == "fastdata.formats._speedups" else HINT
+                print(hint.format(reason=reason), file=sys.stderr)
 
     # Editable and in-place installs copy the built files: leave out what failed.
     def copy_extensions_to_source(self) -> None:
@@ -67,12 +78,12 @@ class OptionalBuildExt(build_ext):
         return {k: v for k, v in mapping.items() if os.path.exists(v)} if self.failed else mapping
 
 
-def _reason(exc: BaseException) -> str:
+def _reason(exc: BaseException, libraries: list[str] | None = ("jpeg",)) -> str:
     kind = type(exc).__name__
     if kind == "CompileError":
-        return "compiling failed, the compiler's messages are above; is jpeglib.h installed?"
+        return "compiling failed, the compiler's messages are above" + ("; is jpeglib.h installed?" if libraries else "")
     if kind == "LinkError":
-        return "linking with -ljpeg failed"
+        return f"linking{' with -ljpeg' if libraries else ''} failed"
     text = str(exc).strip().splitlines()
     return f"{kind}: {text[0][:200] if text else 'no message'}"
 
@@ -87,7 +98,13 @@ setup(
                      ("batch", "cropdecode", "resample", "kernels", "segments", "restarts", "resegment", "huffman")],
             libraries=["jpeg"],
             extra_compile_args=["-O3"] if os.name != "nt" else [],
-        )
+        ),
+        Extension(
+            "fastdata.formats._speedups",
+            sources=[f"{SPEEDUPS}/speedups.c", f"{SPEEDUPS}/jpeg_check.c"],
+            depends=[f"{SPEEDUPS}/jpeg_check.h"],
+            extra_compile_args=["-O3"] if os.name != "nt" else [],
+        ),
     ],
     cmdclass={"build_ext": OptionalBuildExt},
 )

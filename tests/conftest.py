@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,9 +28,35 @@ def shared_data() -> Path:
 TRANSFORMS_TESTS = ROOT / "tests" / "transforms"
 
 
+# Every RecordIO test in tests/formats, and the conformance kit, runs on both
+# write paths: the compiled helpers (fastdata.formats._speedups, skipped where
+# not built) and the portable one. Processes the test starts inherit nothing.
+WRITE_PATH_TESTS = ROOT / "tests" / "formats"
+
+
+def _write_path_test(path: Path) -> bool:
+    return path.parent == WRITE_PATH_TESTS and ("recordio" in path.name or path.name == "test_conformance.py")
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "crop_decoder" in metafunc.fixturenames and TRANSFORMS_TESTS in Path(metafunc.definition.path).parents:
         metafunc.parametrize("crop_decoder", ["compiled", "python"], indirect=True)
+    if "write_path" in metafunc.fixturenames and _write_path_test(Path(metafunc.definition.path)):
+        metafunc.parametrize("write_path", ["compiled", "portable"], indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def write_path(request: pytest.FixtureRequest) -> Iterator[str | None]:
+    mode = getattr(request, "param", None)
+    if mode is None:  # elsewhere: the default path, untouched
+        yield None
+        return
+    from fastdata.formats import speedups
+
+    if mode == "compiled" and not speedups.available():
+        pytest.skip(f"compiled write helpers not built: {speedups.status()}")
+    with speedups.using(mode == "compiled"):
+        yield mode
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..decode.native import native_available, native_status
 from ..errors import ConfigError
-from ..formats import MANIFEST_NAME, Manifest
+from ..formats import MANIFEST_NAME, Manifest, speedups
 from . import report, suite, verdicts
 from .default_data import cache_dir, default_dataset
 from .harness import run_interleaved
@@ -112,6 +112,7 @@ def _run(args: argparse.Namespace, convert: suite.Convert | None) -> int:
                               dali=not args.no_dali, groups=groups, convert=convert, scratch=str(scratch),
                               pass_images=args.pass_images)
     say(f"bench: crop decode: {native_status()}")
+    say(f"bench: shard writing: {speedups.status()}")
     missing = suite.missing_peers(settings)
     for peer, what in missing.items():
         say(f"bench: no {peer} rows: {what}")
@@ -152,6 +153,7 @@ def header(results: list, missing: dict[str, str] | None = None) -> list[str]:
         f"crop decode: {native_status()}",
         f"baseline: {'torchvision ' + torchvision_version() if has_torchvision() else 'PIL stand-in (no torchvision)'}",
         f"targets judged on: {judged_configuration(results)}",
+        f"shard writing: {speedups.status()}",
     ]
     lines += [f"not timed: {peer}: {what}" for peer, what in (missing or {}).items()]
     return lines

@@ -10,6 +10,7 @@ import platform
 from pathlib import Path
 
 from ..decode.native import native_status
+from ..formats import speedups
 from . import verdicts
 from .chart import figure
 from .harness import Result
@@ -41,6 +42,7 @@ def machine_info() -> dict:
         "python": platform.python_version(),
         "versions": versions,
         "crop_decode": native_status(),
+        "shard_write": speedups.status(),
         "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
     }
 

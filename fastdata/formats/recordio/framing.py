@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
+
 from ...errors import ConfigError, FormatError
+from .. import speedups as _speedups
 
 MAGIC = 0xCED7230A
 MAGIC_BYTES = MAGIC.to_bytes(4, "little")  # b"\x0a\x23\xd7\xce"
@@ -28,12 +31,30 @@ def padded(n: int) -> int:
     return (n + 3) & ~3
 
 
-def cut_points(data: bytes | bytearray) -> list[int]:
+def cut_points(data: bytes | bytearray | memoryview) -> list[int]:
     """Offsets of the 4-byte-aligned magic words inside ``data``.
 
     dmlc-core's writer ends a part at each of them and drops the 4 bytes; an
-    unaligned magic word is ordinary data.
+    unaligned magic word is ordinary data. Compiled where built
+    (:mod:`..speedups`); else compared as aligned words by numpy, which is
+    several times faster than ``bytes.find`` on JPEG data.
     """
+    native = _speedups.native
+    if native is not None:
+        return native.magic_cuts(data)
+    if len(data) < _NUMPY_FROM:
+        return _cut_points_find(data)
+    words = np.frombuffer(data, "<u4", len(data) >> 2)
+    return (np.flatnonzero(words == MAGIC) << 2).tolist()
+
+
+_NUMPY_FROM = 256  # below this, numpy's per-call cost exceeds bytes.find's
+
+
+def _cut_points_find(data: bytes | bytearray | memoryview) -> list[int]:
+    """:func:`cut_points` by ``bytes.find``: the reference the others are tested against."""
+    if isinstance(data, memoryview):
+        data = data.tobytes()
     cuts = []
     pos = data.find(MAGIC_BYTES)
     while pos >= 0:
@@ -53,6 +74,11 @@ def frame(data: bytes | bytearray) -> list[bytes | bytearray | memoryview]:
     cuts = cut_points(data)
     if not cuts:
         return [HEADER.pack(MAGIC, size), data, PADDING[padded(size) - size]]
+    return _split(data, cuts)
+
+
+def _split(data: bytes | bytearray, cuts: list[int]) -> list[bytes | bytearray | memoryview]:
+    size = len(data)
     view = memoryview(data)
     chunks: list[bytes | bytearray | memoryview] = []
     start = 0
@@ -63,6 +89,34 @@ def frame(data: bytes | bytearray) -> list[bytes | bytearray | memoryview]:
     tail = size - start
     chunks += [HEADER.pack(MAGIC, (LAST << LENGTH_BITS) | tail), view[start:], PADDING[padded(tail) - tail]]
     return chunks
+
+
+def frame_parts(head: bytes, body: bytes | bytearray | memoryview) -> tuple[list, bool]:
+    """The chunks that store ``head + body`` as one record, without joining them.
+
+    ``head`` (an IRHeader and its labels: always a multiple of 4 bytes) is
+    searched for magic words as well as ``body``; since it ends on a 4-byte
+    boundary, no aligned word spans the two. In the common case (no magic
+    word) the chunks are ``[part header + head, body, padding]``; otherwise
+    the joined payload is framed like :func:`frame` does.
+
+    Returns:
+        ``(chunks, whole)``: ``whole`` is True for that common single-part
+        case, where ``chunks[1] is body``.
+
+    Raises:
+        ConfigError: the record would be 2**29 bytes or more.
+        ValueError: ``head`` is not a multiple of 4 bytes long.
+    """
+    lead = len(head)
+    if lead & 3:
+        raise ValueError(f"frame_parts: the head must be a multiple of 4 bytes long, got {lead}")
+    size = lead + len(body)
+    if size >= MAX_RECORD:
+        raise ConfigError(f"a RecordIO record must be shorter than 2**29 bytes, got {size}")
+    if (lead and cut_points(head)) or cut_points(body):
+        return _split(head + body, cut_points(head + body)), False  # rare: not worth a copy-free path
+    return [HEADER.pack(MAGIC, size) + head, body, PADDING[padded(size) - size]], True
 
 
 def walk(buf, offset: int, limit: int, path: str, key: object = None) -> tuple[list[tuple[int, int]], int]:

@@ -44,14 +44,29 @@ def pack(header: IRHeader | tuple, data: bytes | bytearray | memoryview) -> byte
     Raises:
         ConfigError: an empty label vector, or an id outside uint64.
     """
+    return pack_header(header) + bytes(data)
+
+
+def pack_header(header: IRHeader | tuple) -> bytes:
+    """The bytes :func:`pack` puts before the data: the IRHeader and any
+    float32 labels (always a multiple of 4 bytes long).
+
+    Writers pass these and the image separately
+    (:meth:`.writer.Writer.write_parts`) to spare copying the image.
+
+    Raises:
+        ConfigError: as :func:`pack`.
+    """
     _, label, id_, id2 = header
     try:
-        if isinstance(label, numbers.Number) or (isinstance(label, np.ndarray) and label.ndim == 0):
-            return IR_FORMAT.pack(0, float(label), id_, id2) + bytes(data)
+        if type(label) is int or type(label) is float or isinstance(label, numbers.Number) or (
+            isinstance(label, np.ndarray) and label.ndim == 0
+        ):
+            return IR_FORMAT.pack(0, float(label), id_, id2)
         labels = np.asarray(label, dtype="<f4").ravel()
         if labels.size == 0:
             raise ConfigError("an empty label vector cannot be stored (flag 0 would mean a scalar label)")
-        return IR_FORMAT.pack(labels.size, 0.0, id_, id2) + labels.tobytes() + bytes(data)
+        return IR_FORMAT.pack(labels.size, 0.0, id_, id2) + labels.tobytes()
     except struct.error as exc:
         raise ConfigError(f"IRHeader field out of range (id and id2 are uint64): {header!r} ({exc})") from None
 

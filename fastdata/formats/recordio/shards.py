@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import numbers
 import os
+import struct
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NoReturn
@@ -18,7 +19,7 @@ from .._atomic import written
 from ..hooks import ReaderOptions
 from ..sample import Label, Sample, ShardInfo
 from .index import default_index_path
-from .irheader import IR_FORMAT, IR_SIZE, IRHeader, pack, unpack
+from .irheader import IR_FORMAT, IR_SIZE, IRHeader, pack_header, unpack
 from .reader import Reader
 from .writer import Writer
 
@@ -37,10 +38,24 @@ def _header(sample: Sample) -> IRHeader:
     return IRHeader(labels.size, labels, sample.id, 0)
 
 
+_pack_ir = IR_FORMAT.pack
+
+
+def _head(sample: Sample) -> bytes:
+    """The bytes before ``sample.image`` in its record: IRHeader and labels."""
+    if type(sample.label) is int:  # a class index, the common case: packed directly (~1 us less)
+        try:
+            return _pack_ir(0, sample.label, sample.id, 0)
+        except struct.error:
+            pass  # pack_header raises the error that names the field
+    return pack_header(_header(sample))
+
+
 def write_shard(path: str | os.PathLike[str], samples: Iterable[Sample]) -> ShardInfo:
     """Write ``samples`` as one ``.rec`` plus ``.idx``, atomically.
 
     Each payload is ``pack(IRHeader(flag, label, sample.id, 0), sample.image)``
+    (written as its two parts, without joining them)
     (flag 0 for a class index, the vector length for label vectors) and its
     ``.idx`` key is ``sample.id``, as im2rec does. The CRC32C of each
     payload goes to ``<shard>.rec.crc`` (:mod:`..checksums`), computed while
@@ -59,7 +74,7 @@ def write_shard(path: str | os.PathLike[str], samples: Iterable[Sample]) -> Shar
     with written(idx, crc, rec) as (tmp_idx, tmp_crc, tmp_rec):
         with Writer(tmp_rec, tmp_idx, checksums=True) as writer:
             for sample in samples:
-                writer.write(pack(_header(sample), sample.image), key=sample.id)
+                writer.write_parts(_head(sample), sample.image, key=sample.id)
         size = tmp_rec.stat().st_size
         digests = {
             rec.name: _sums.crc_digest(writer.file_crc),

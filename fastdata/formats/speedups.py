@@ -1,0 +1,65 @@
+"""Which code does the per-record arithmetic of writing shards: the compiled
+helpers (``fastdata.formats._speedups``) or their portable Python twins.
+
+The compiled module needs nothing but a C compiler at install time; without
+one the install still succeeds, shards come out byte for byte the same, and
+writing costs more CPU per record (the magic-word search and a second CRC32C
+pass over every payload). :func:`status` says which path is in use and why,
+and ``fastdata bench`` prints it, so a slow path is never silent.
+
+Callers read :data:`native` at each call (None means the portable path);
+:func:`using` switches it, for tests and benchmarks that compare the two.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from types import ModuleType
+
+NAME = "fastdata.formats._speedups"
+
+try:
+    from . import _speedups as _compiled
+except ImportError as exc:  # not built: no compiler at install time, or a source tree not built in place
+    _compiled = None
+    _why = f"{NAME} is not built ({exc})"
+else:
+    _why = ""
+
+native: ModuleType | None = _compiled
+"""The compiled module in use, or None for the portable path."""
+
+FIX = "a C compiler at install time builds it (pip install -e . in a checkout, or reinstall fastdata)"
+
+
+def available() -> bool:
+    """Whether the compiled helpers were built and import."""
+    return _compiled is not None
+
+
+def status() -> str:
+    """One line: which path writes records, and how to get the compiled one if it is missing."""
+    if native is not None:
+        return f"compiled ({NAME})"
+    if _compiled is not None:
+        return "portable Python path (switched off with fastdata.formats.speedups.using(False))"
+    return f"portable Python path, more CPU per record: {_why}; {FIX}"
+
+
+@contextlib.contextmanager
+def using(compiled: bool) -> Iterator[None]:
+    """Within the block, write with the compiled helpers (``True``) or the
+    portable path (``False``).
+
+    Raises:
+        RuntimeError: ``True`` asked where the compiled module is not built.
+    """
+    global native
+    if compiled and _compiled is None:
+        raise RuntimeError(f"the compiled write helpers are not available: {_why}; {FIX}")
+    before, native = native, (_compiled if compiled else None)
+    try:
+        yield
+    finally:
+        native = before
