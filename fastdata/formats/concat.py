@@ -1,6 +1,7 @@
 """What the formats need to join a shard written in pieces: the CRC32C of a
-concatenation from the pieces' CRCs, appending one file to another inside
-the kernel, and shifting the offsets of an index by a piece's position.
+concatenation from the pieces' CRCs (:func:`.checksums.combine`), appending
+one file to another inside the kernel, and shifting the offsets of an index
+by a piece's position.
 
 A converter may cut one shard into pieces that several workers write at the
 same time (see ``converters/pack.py``); a format whose records do not depend
@@ -14,51 +15,7 @@ import os
 import shutil
 from collections.abc import Callable
 
-_CASTAGNOLI = 0x82F63B78  # the CRC32C polynomial, reflected
-
-
-def _times(matrix: list[int], vector: int) -> int:
-    total, row = 0, 0
-    while vector:
-        if vector & 1:
-            total ^= matrix[row]
-        vector >>= 1
-        row += 1
-    return total
-
-
-def _square(matrix: list[int]) -> list[int]:
-    return [_times(matrix, matrix[n]) for n in range(32)]
-
-
-def crc32c_combine(crc1: int, crc2: int, len2: int) -> int:
-    """CRC32C of ``A + B`` from ``crc1`` of A, ``crc2`` of B and ``len(B)``.
-
-    zlib's ``crc32_combine`` method (shifting ``crc1`` over ``len2`` zero
-    bytes with squared GF(2) operators), for the Castagnoli polynomial:
-    about 60 matrix squarings at most, whatever the lengths.
-    """
-    if len2 <= 0:
-        return crc1
-    if crc1 == 0:  # the CRC of nothing (or of what shifts to nothing): the operator maps 0 to 0
-        return crc2
-    odd = [_CASTAGNOLI] + [1 << n for n in range(31)]  # one zero bit
-    even = _square(odd)  # two zero bits
-    odd = _square(even)  # four zero bits
-    while True:
-        even = _square(odd)  # first pass: one zero byte
-        if len2 & 1:
-            crc1 = _times(even, crc1)
-        len2 >>= 1
-        if not len2:
-            break
-        odd = _square(even)
-        if len2 & 1:
-            crc1 = _times(odd, crc1)
-        len2 >>= 1
-        if not len2:
-            break
-    return crc1 ^ crc2
+from .checksums import combine as crc32c_combine
 
 
 def append_file(target, source: str | os.PathLike[str]) -> int:
