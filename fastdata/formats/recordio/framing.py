@@ -4,11 +4,16 @@ validated walk over one record's parts (see ``spec.md``)."""
 from __future__ import annotations
 
 import struct
+from typing import TYPE_CHECKING
 
-import numpy as np
-
+from ..._lazy import lazy_numpy
 from ...errors import ConfigError, FormatError
 from .. import speedups as _speedups
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_numpy(globals())  # imported on first use: see fastdata/_lazy.py
 
 MAGIC = 0xCED7230A
 MAGIC_BYTES = MAGIC.to_bytes(4, "little")  # b"\x0a\x23\xd7\xce"

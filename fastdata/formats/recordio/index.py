@@ -13,12 +13,17 @@ import mmap
 import os
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-
+from ..._lazy import lazy_numpy
 from ...errors import FormatError
 from . import framing
 from .framing import HEADER_SIZE
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_numpy(globals())  # imported on first use: see fastdata/_lazy.py
 
 _MAX_FAST_DIGITS = 18  # int64 holds any 18-digit decimal
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1

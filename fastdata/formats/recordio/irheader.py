@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import numbers
 import struct
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Union
 
-import numpy as np
-
+from ..._lazy import lazy_numpy
 from ...errors import ConfigError, FormatError
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_numpy(globals())  # imported on first use: see fastdata/_lazy.py
 
 IR_FORMAT = struct.Struct("<IfQQ")  # flag, label, id, id2
 IR_SIZE = IR_FORMAT.size  # 24
 
-LabelValue = float | np.ndarray
+LabelValue = Union[float, "np.ndarray"]  # a string: naming it must not import numpy
 
 
 class IRHeader(NamedTuple):

@@ -5,14 +5,19 @@ from __future__ import annotations
 import mmap
 import os
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-import numpy as np
-
+from ..._lazy import lazy_numpy
 from ...errors import FormatError
 from . import framing
 from . import index as _index
 from .framing import HEADER, LENGTH_BITS, MAGIC
 from .framing import PADDING as _PADDING
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_numpy(globals())  # imported on first use: see fastdata/_lazy.py
 
 _getpid = os.getpid
 _unpack_header = HEADER.unpack_from

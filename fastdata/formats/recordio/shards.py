@@ -9,10 +9,9 @@ import os
 import struct
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import numpy as np
-
+from ..._lazy import lazy_numpy
 from ...errors import FormatError
 from .. import checksums as _sums
 from .._atomic import written
@@ -22,6 +21,11 @@ from .index import default_index_path
 from .irheader import IR_FORMAT, IR_SIZE, IRHeader, pack_header, unpack
 from .reader import Reader
 from .writer import Writer
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_numpy(globals())  # imported on first use: see fastdata/_lazy.py
 
 DALI_INDEX = "dali.idx"
 DALI_INDEX_KEY = "dali_index"  # the manifest.extra entry naming it
@@ -198,23 +202,48 @@ def write_dali_index(directory: str | os.PathLike[str], shards: list[ShardInfo],
     base = 0
     for shard in shards:
         rec = directory / shard.file
-        reader = Reader(rec, directory / shard.index if shard.index else None)
         size = rec.stat().st_size
         if size != shard.bytes:
             raise FormatError(f"file is {size} bytes, the manifest says {shard.bytes}", path=rec)
-        if len(reader) == 0:
+        shifted = _shifted_lines(directory / shard.index, base, size) if shard.index else None
+        if shifted is None:  # no .idx, or not one line per record in file order as write_shard writes it
+            reader = Reader(rec, directory / shard.index if shard.index else None)
+            shifted = [f"{k}\t{o}\n" for k, o in zip(reader.keys().tolist(), (reader.offsets() + base).tolist())]
+            reader.close()
+        if not shifted:
             raise FormatError(
                 "empty shard: DALI's mxnet reader maps offsets to files assuming every file holds a record",
                 path=rec, hint="drop empty shards from the dataset",
             )
-        offsets = reader.offsets() + base
-        lines += [f"{k}\t{o}\n" for k, o in zip(reader.keys().tolist(), offsets.tolist())]
+        lines += shifted
         base += size
-        reader.close()
     target = directory / name
     with written(target) as (tmp,), open(tmp, "w", encoding="ascii", newline="\n") as f:
         f.write("".join(lines))
     return target
+
+
+def _shifted_lines(index: Path, base: int, size: int) -> list[str] | None:
+    """The lines of an ``.idx`` that :func:`write_shard` wrote, offsets moved by
+    ``base``, read as text (a conversion's last step needs no numpy); None when
+    the file is anything else (the reader then parses and orders it)."""
+    try:
+        data = index.read_bytes()
+    except OSError:
+        return None
+    if data and not data.endswith(b"\n"):
+        return None
+    out, last = [], -1
+    for line in data.split(b"\n")[:-1]:
+        key, tab, offset = line.partition(b"\t")
+        if not (tab and key.isdigit() and offset.isdigit()):
+            return None
+        position = int(offset)
+        if position <= last or position & 3 or position >= size:
+            return None
+        last = position
+        out.append(f"{int(key)}\t{position + base}\n")
+    return out
 
 
 def finalize(directory: str | os.PathLike[str], manifest: Any) -> dict[str, Any]:
