@@ -12,6 +12,12 @@ converter's list of source files has one entry per record, and a problem
 with a record names the file it was converted from. For a single
 file: what the format's ``verify`` hook checks (an existing index agrees
 with a fresh scan), then every record reads.
+Each shard is opened once and its bytes read once: the data file's digest
+is computed over the mapping its records are then read through (LMDB's, which
+liblmdb maps itself, just before), the record count comes from that reader,
+and an index or checksum file is read once for its digest and its contents;
+shard after shard, so the pages a digest pulled in are still cached when the
+records are read, even for a dataset larger than memory.
 ``--decode`` also decodes every image. Exit 0 only when nothing was found;
 a manifest that cannot be read is an error (exit 2, one line), as for ``inspect``.
 """
@@ -21,6 +27,7 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import mmap
 import os
 import sys
 from collections import Counter
@@ -114,11 +121,15 @@ def _verify_dataset(target: Target, findings: Findings) -> None:
     findings.shards += len(m.shards)
     own_checks = {m.extra.get("sources"), m.extra.get("dali_index")}  # their absence is reported below
     source_files = SourceFiles(m.sources_file(directory))
-    prepare = functools.partial(_open_shard, spec, directory, m, sources)
-    labels = _check_all(sources, prepare, m.num_samples, findings, m.classes, lambda k, j: source_files.at(starts[k] + j))
     for name in m.extra_files():
         if (directory / name).is_file() or name not in own_checks:
-            _digest_problem(directory, name, m.digests.get(name), findings)
+            data, problems = _read_listed(directory, name, m.digests.get(name))
+            for where, problem in problems:
+                findings.problem(where, problem)
+            if name == m.extra.get("sources") and data is not None:
+                source_files.data = data  # read once, for its digest and its names
+    prepare = functools.partial(_open_shard, spec, directory, m, sources)
+    labels = _check_all(sources, prepare, m.num_samples, findings, m.classes, lambda k, j: source_files.at(starts[k] + j))
     if problem := source_files.problem(m.num_samples):
         findings.problem(source_files.path, problem)
     for where, problem in spec.check_finalized(directory, m) if spec.check_finalized else ():
@@ -165,7 +176,7 @@ def _open_shard(spec, directory: Path, m, sources: list[ShardSource], i: int) ->
             whole = _mapping(reader)
             # a reader that does not map its data file (LMDB's is liblmdb's own map): read it here,
             # before the reader touches it, so that what it reads next is in the page cache
-            same = checksums.matches(data_file, digest) if whole is None else checksums.buffer_matches(whole, digest)
+            same = _mapped_matches(data_file, digest) if whole is None else checksums.buffer_matches(whole, digest)
         n = len(reader)
     except (FastDataError, OSError) as exc:
         if reader is not None:
@@ -195,6 +206,16 @@ def _digest_note(data_file: Path, digest: str) -> tuple[Path, str]:
     )
 
 
+def _mapped_matches(path: Path, digest: str) -> bool:
+    """:func:`checksums.matches` through a mapping: the file's pages are read
+    into the page cache, not also copied into this process."""
+    with open(path, "rb") as f:
+        if not os.fstat(f.fileno()).st_size:
+            return checksums.buffer_matches(b"", digest)
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as whole:
+            return checksums.buffer_matches(whole, digest)
+
+
 def _mapping(reader: object):
     """The whole data file as ``reader`` maps it, or None for a format whose reader does not."""
     mapping = getattr(getattr(reader, "reader", None), "mapping", None)
@@ -212,12 +233,6 @@ def _read_listed(directory: Path, name: str, digest: str | None) -> tuple[bytes 
     if digest is not None and not checksums.buffer_matches(data, digest):
         return data, [(path, "differs from the digest the manifest records: damaged or replaced; restore it or re-convert the dataset")]
     return data, []
-
-
-def _digest_problem(directory: Path, name: str, digest: str | None, findings: Findings) -> None:
-    """Report what is wrong with file ``name`` the manifest lists."""
-    for where, problem in _read_listed(directory, name, digest)[1]:
-        findings.problem(where, problem)
 
 
 def _open_checked(opener, sidecar: Path, data_file: Path, shard: Path):

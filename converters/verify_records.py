@@ -1,11 +1,13 @@
 """Reading every record for ``fastdata verify``, decoding in worker processes.
 
-A task is a run of records of one shard. Whoever runs it (a worker under
-``--decode`` with ``--workers`` > 1, else this process) opens the shard once,
-reads each record (the format readers check framing and CRCs), checks int
-labels against the class list and, with ``--decode``, decodes the image. Only
-findings travel back, never image bytes, and they come back in task order,
-so the report is the same for any ``--workers``.
+This process opens each shard once, when its turn comes, and checks what
+belongs to the shard as a whole (see :func:`check_records`). A task is a run
+of records of one shard: whoever runs it (this process, through that same
+reader; under ``--decode`` with ``--workers`` > 1 a worker, which opens each
+shard it gets once) reads each record (the format readers check framing and
+CRCs), checks int labels against the class list and, with ``--decode``,
+decodes the image. Only findings travel back, never image bytes, and they
+come back in task order, so the report is the same for any ``--workers``.
 """
 
 from __future__ import annotations
@@ -60,12 +62,16 @@ class SourceFiles:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
+        self.data: bytes | None = None  # its bytes, when read already (for its digest)
         self._names: list[str] | None = None
 
     def names(self) -> list[str]:
         if self._names is None:
             try:
-                text = self.path.read_text(encoding="utf-8") if self.path is not None else ""
+                if self.data is not None:
+                    text = self.data.decode("utf-8")
+                else:
+                    text = self.path.read_text(encoding="utf-8") if self.path is not None else ""
                 self._names = [str(json.loads(line)) for line in text.splitlines()]
             except (OSError, ValueError):
                 self._names = []

@@ -86,6 +86,8 @@ def test_verify_opens_every_file_of_a_shard_once(converted, capsys, monkeypatch,
             assert opens.of(path / "data.mdb") <= 2, opens.files
         else:
             assert opens.of(path) == 1, (shard.file, opens.files)  # mapped once: digest, count and records
+    # the list of source files too: read once for its digest and for naming records' sources
+    assert opens.of(ds / m.extra["sources"]) == 1, opens.files
 
 
 def test_verify_of_a_single_file_opens_it_once(converted, tmp_path, capsys, monkeypatch):
