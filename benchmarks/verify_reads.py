@@ -101,7 +101,8 @@ def prepare(work: Path, copies: int, formats: list[str]) -> dict[str, Path]:
     for fmt in formats:
         out[fmt] = work / f"{fmt}-x{copies}"
         if not (out[fmt] / "manifest.json").is_file():
-            cmd = [sys.executable, "-m", "fastdata", "convert", str(source), str(out[fmt]), "--format", fmt, "-q", "--allow-skips"]
+            cmd = [sys.executable, "-m", "fastdata", "convert", str(source), str(out[fmt]), "--format", fmt, "-q",
+                   "--allow-skips"]
             subprocess.run(cmd, check=True, cwd=HERE)
     return out
 

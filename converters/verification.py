@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TextIO
 
 from fastdata.errors import FastDataError
-from fastdata.formats import checksums, registry
+from fastdata.formats import Manifest, checksums, registry
 from fastdata.formats.hooks import FileCheck
 
 from .probe import DATASET, SPLITS, Target, close_reader, identify, shard_opener
@@ -139,7 +139,7 @@ def _verify_dataset(target: Target, findings: Findings) -> None:
         print(f"fastdata verify: {directory}: per class: {shown}{' ...' if len(m.classes) > 20 else ''}", file=findings.stdout)
 
 
-def _open_shard(spec, directory: Path, m, sources: list[ShardSource], i: int) -> Opened:
+def _open_shard(spec: registry.FormatSpec, directory: Path, m: Manifest, sources: list[ShardSource], i: int) -> Opened:
     """Shard ``i`` opened once, with what is checked once per shard: its files
     exist, the data file's size and digest (over the reader's own mapping, so
     the records read next find its pages in the page cache), the digests of
@@ -181,8 +181,11 @@ def _open_shard(spec, directory: Path, m, sources: list[ShardSource], i: int) ->
     except (FastDataError, OSError) as exc:
         if reader is not None:
             close_reader(reader)
-        if digest is not None and same is None and data_file.is_file():  # said even of a shard that will not open
-            same = checksums.matches(data_file, digest)
+        if digest is not None and same is None:  # said even of a shard that will not open
+            try:
+                same = checksums.matches(data_file, digest)
+            except OSError:
+                pass
         if same is False:
             notes.append(_digest_note(data_file, digest))
         return Opened(None, notes + [(path, f"cannot open: {exc}")])
@@ -217,9 +220,9 @@ def _mapped_matches(path: Path, digest: str) -> bool:
 
 
 def _whole_matches(whole: mmap.mmap | bytes, digest: str) -> bool:
-    """Whether a whole mapped file has ``digest``. The mapping is first asked to
-    read ahead all of it: page faults alone read a cold file in small pieces,
-    slower than the large reads ``read()`` makes (measured: benchmarks/verify_reads.py)."""
+    """Whether a whole mapped file has ``digest``. The kernel is first asked to
+    read all of it ahead: page faults alone would pull a cold file in through
+    the small readahead window of a mapping, one fault after the other."""
     if isinstance(whole, mmap.mmap) and hasattr(mmap, "MADV_WILLNEED"):
         whole.madvise(mmap.MADV_WILLNEED)
     return checksums.buffer_matches(whole, digest)
@@ -240,7 +243,8 @@ def _read_listed(directory: Path, name: str, digest: str | None) -> tuple[bytes 
     except OSError:
         return None, [(path, "listed in the manifest but missing: restore it or re-convert the dataset")]
     if digest is not None and not checksums.buffer_matches(data, digest):
-        return data, [(path, "differs from the digest the manifest records: damaged or replaced; restore it or re-convert the dataset")]
+        return data, [(path, "differs from the digest the manifest records: damaged or replaced; "
+                             "restore it or re-convert the dataset")]
     return data, []
 
 

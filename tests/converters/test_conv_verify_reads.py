@@ -66,7 +66,10 @@ class Opens:
         return self.files[os.path.realpath(path)]
 
 
-@pytest.mark.parametrize("argv", [(), ("--decode", "--workers", "1")], ids=["read", "decode"])
+# with --workers 2, each worker opens the shards it reads in its own process (not counted here)
+@pytest.mark.parametrize(
+    "argv", [(), ("--decode", "--workers", "1"), ("--decode", "--workers", "2")], ids=["read", "decode", "workers"]
+)
 @pytest.mark.parametrize("fmt", ["recordio", "tfrecord", "lmdb"])
 def test_verify_opens_every_file_of_a_shard_once(converted, capsys, monkeypatch, fmt, argv):
     ds = converted / fmt
