@@ -12,6 +12,12 @@ converter's list of source files has one entry per record, and a problem
 with a record names the file it was converted from. For a single
 file: what the format's ``verify`` hook checks (an existing index agrees
 with a fresh scan), then every record reads.
+Each shard is opened once and its bytes read once: the data file's digest
+is computed over the mapping its records are then read through (LMDB's, which
+liblmdb maps itself, just before), the record count comes from that reader,
+and an index or checksum file is read once for its digest and its contents;
+shard after shard, so the pages a digest pulled in are still cached when the
+records are read, even for a dataset larger than memory.
 ``--decode`` also decodes every image. Exit 0 only when nothing was found;
 a manifest that cannot be read is an error (exit 2, one line), as for ``inspect``.
 """
@@ -19,7 +25,9 @@ a manifest that cannot be read is an error (exit 2, one line), as for ``inspect`
 from __future__ import annotations
 
 import functools
+import inspect
 import itertools
+import mmap
 import os
 import sys
 from collections import Counter
@@ -28,12 +36,12 @@ from pathlib import Path
 from typing import TextIO
 
 from fastdata.errors import FastDataError
-from fastdata.formats import checksums, registry
+from fastdata.formats import Manifest, checksums, registry
 from fastdata.formats.hooks import FileCheck
 
 from .probe import DATASET, SPLITS, Target, close_reader, identify, shard_opener
 from .report import Progress
-from .verify_records import ShardSource, SourceFiles, check_records, image_decoder
+from .verify_records import Opened, ShardSource, SourceFiles, check_records, image_decoder
 
 MAX_PER_SHARD = 20  # problems listed per shard before the rest are only counted
 
@@ -100,53 +108,28 @@ def run(
 def _verify_dataset(target: Target, findings: Findings) -> None:
     m, directory = target.manifest, target.path
     spec = registry.get(m.format)
-    sources, counts, bases = [], [], []
     starts = list(itertools.accumulate((s.records for s in m.shards), initial=0))  # first record of each shard
+    sources = []
     for i, info in enumerate(m.shards):
-        path = directory / info.file
-        findings.shards += 1
-        if not path.exists():
-            findings.problem(path, "shard listed in the manifest is missing: restore it or re-convert the dataset")
-            continue
-        data_file = spec.data_file(path)
-        size = data_file.stat().st_size if data_file.is_file() else -1
-        digest = info.data_digest(spec.data_name)
-        if size != info.bytes:
-            findings.problem(
-                data_file, f"size is {size} bytes, the manifest says {info.bytes}: the shard is truncated or was "
-                "replaced; restore it or re-convert the dataset",
-            )
-        elif digest is not None and not checksums.matches(data_file, digest):
-            findings.problem(
-                data_file, f"{digest.partition(':')[0]} differs from the manifest's: the file changed or is damaged "
-                "(the records below say where; restore it or re-convert)",
-            )
-        sidecar = None
-        for name in (info.index, info.checksums):
-            if name and _digest_problem(directory, name, m.digest_of(name), findings) is None:
-                sidecar = directory / name if name == info.checksums else sidecar
         opener = shard_opener(directory, m, i)
-        if sidecar is not None:
-            opener = functools.partial(_open_checked, opener, sidecar, data_file, path)
-        source = ShardSource(path, opener)
-        try:
-            reader = source.open()
-            n = len(reader)
-            close_reader(reader)
-        except (FastDataError, OSError) as exc:
-            findings.problem(path, f"cannot open: {exc}")
-            continue
-        if n != info.records:
-            findings.problem(path, f"holds {n} records, the manifest says {info.records}")
-        sources.append(source)
-        counts.append(n)
-        bases.append(starts[i])
+        if info.checksums:  # workers load it themselves; this process reads it once, in _open_shard
+            opener = functools.partial(
+                _open_listed, opener, directory / info.checksums, m.digest_of(info.checksums),
+                spec.data_file(directory / info.file), directory / info.file,
+            )
+        sources.append(ShardSource(directory / info.file, opener))
+    findings.shards += len(m.shards)
     own_checks = {m.extra.get("sources"), m.extra.get("dali_index")}  # their absence is reported below
+    source_files = SourceFiles(m.sources_file(directory))
     for name in m.extra_files():
         if (directory / name).is_file() or name not in own_checks:
-            _digest_problem(directory, name, m.digests.get(name), findings)
-    source_files = SourceFiles(m.sources_file(directory))
-    labels = _check_all(sources, counts, findings, m.classes, lambda k, j: source_files.at(bases[k] + j))
+            data, problems = _read_listed(directory, name, m.digests.get(name))
+            for where, problem in problems:
+                findings.problem(where, problem)
+            if name == m.extra.get("sources") and data is not None:
+                source_files.data = data  # read once, for its digest and its names
+    prepare = functools.partial(_open_shard, spec, directory, m, sources)
+    labels = _check_all(sources, prepare, m.num_samples, findings, m.classes, lambda k, j: source_files.at(starts[k] + j))
     if problem := source_files.problem(m.num_samples):
         findings.problem(source_files.path, problem)
     for where, problem in spec.check_finalized(directory, m) if spec.check_finalized else ():
@@ -156,17 +139,113 @@ def _verify_dataset(target: Target, findings: Findings) -> None:
         print(f"fastdata verify: {directory}: per class: {shown}{' ...' if len(m.classes) > 20 else ''}", file=findings.stdout)
 
 
-def _digest_problem(directory: Path, name: str, digest: str | None, findings: Findings) -> str | None:
-    """Report (and return) what is wrong with file ``name`` the manifest lists, else None."""
+def _open_shard(spec: registry.FormatSpec, directory: Path, m: Manifest, sources: list[ShardSource], i: int) -> Opened:
+    """Shard ``i`` opened once, with what is checked once per shard: its files
+    exist, the data file's size and digest (over the reader's own mapping, so
+    the records read next find its pages in the page cache), the digests of
+    its index and checksum file (that one read once, for its digest and for
+    the CRCs the reader checks), and its record count."""
+    info, path = m.shards[i], sources[i].path
+    if not path.exists():
+        return Opened(None, [(path, "shard listed in the manifest is missing: restore it or re-convert the dataset")])
+    notes: list[tuple[Path, str]] = []
+    data_file = spec.data_file(path)
+    size = data_file.stat().st_size if data_file.is_file() else -1
+    digest = info.data_digest(spec.data_name)
+    if size != info.bytes:
+        notes.append((
+            data_file, f"size is {size} bytes, the manifest says {info.bytes}: the shard is truncated or was "
+            "replaced; restore it or re-convert the dataset",
+        ))
+        digest = None
+    options = spec.shard_options(m)
+    if info.index:
+        data, problem = _read_listed(directory, info.index, m.digest_of(info.index))
+        notes += problem
+        if data is not None and "index" in inspect.signature(spec.open_shard).parameters:
+            options["index"] = checksums.FileBytes(directory / info.index, data)  # parsed from these bytes
+    crcs = None
+    if info.checksums:
+        crcs, problem = _read_listed(directory, info.checksums, m.digest_of(info.checksums))
+        notes += problem
+        crcs = None if problem else crcs  # a damaged checksum file checks nothing
+    reader, same = None, None
+    try:
+        reader = spec.open_shard(path, **options)
+        if digest is not None:
+            whole = _mapping(reader)
+            # a reader that does not map its data file (LMDB's is liblmdb's own map): read it here,
+            # before the reader touches it, so that what it reads next is in the page cache
+            same = _mapped_matches(data_file, digest) if whole is None else _whole_matches(whole, digest)
+        n = len(reader)
+    except (FastDataError, OSError) as exc:
+        if reader is not None:
+            close_reader(reader)
+        if digest is not None and same is None:  # said even of a shard that will not open
+            try:
+                same = checksums.matches(data_file, digest)
+            except OSError:
+                pass
+        if same is False:
+            notes.append(_digest_note(data_file, digest))
+        return Opened(None, notes + [(path, f"cannot open: {exc}")])
+    if same is False:
+        notes.append(_digest_note(data_file, digest))
+    if crcs is not None and callable(use := getattr(reader, "use_checksums", None)):
+        try:
+            use(checksums.parse(crcs, path=directory / info.checksums, records=n, data_bytes=max(size, 0), data_file=path))
+        except FastDataError as exc:
+            close_reader(reader)
+            return Opened(None, notes + [(path, f"cannot open: {exc}")])
+    if n != info.records:
+        notes.append((path, f"holds {n} records, the manifest says {info.records}"))
+    return Opened(reader, notes)
+
+
+def _digest_note(data_file: Path, digest: str) -> tuple[Path, str]:
+    return (
+        data_file, f"{digest.partition(':')[0]} differs from the manifest's: the file changed or is damaged "
+        "(the records below say where; restore it or re-convert)",
+    )
+
+
+def _mapped_matches(path: Path, digest: str) -> bool:
+    """:func:`checksums.matches` through a mapping: the file's pages are read
+    into the page cache, not also copied into this process."""
+    with open(path, "rb") as f:
+        if not os.fstat(f.fileno()).st_size:
+            return checksums.buffer_matches(b"", digest)
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as whole:
+            return _whole_matches(whole, digest)
+
+
+def _whole_matches(whole: mmap.mmap | bytes, digest: str) -> bool:
+    """Whether a whole mapped file has ``digest``. The kernel is first asked to
+    read all of it ahead: page faults alone would pull a cold file in through
+    the small readahead window of a mapping, one fault after the other."""
+    if isinstance(whole, mmap.mmap) and hasattr(mmap, "MADV_WILLNEED"):
+        whole.madvise(mmap.MADV_WILLNEED)
+    return checksums.buffer_matches(whole, digest)
+
+
+def _mapping(reader: object):
+    """The whole data file as ``reader`` maps it, or None for a format whose reader does not."""
+    mapping = getattr(getattr(reader, "reader", None), "mapping", None)
+    return mapping() if callable(mapping) else None
+
+
+def _read_listed(directory: Path, name: str, digest: str | None) -> tuple[bytes | None, list[tuple[Path, str]]]:
+    """File ``name`` the manifest lists, read once: its bytes (None when it
+    cannot be read) and what is wrong with it (missing, or not ``digest``)."""
     path = directory / name
-    if not path.is_file():
-        problem = "listed in the manifest but missing: restore it or re-convert the dataset"
-    elif digest is not None and not checksums.matches(path, digest):
-        problem = "differs from the digest the manifest records: damaged or replaced; restore it or re-convert the dataset"
-    else:
-        return None
-    findings.problem(path, problem)
-    return problem
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None, [(path, "listed in the manifest but missing: restore it or re-convert the dataset")]
+    if digest is not None and not checksums.buffer_matches(data, digest):
+        return data, [(path, "differs from the digest the manifest records: damaged or replaced; "
+                             "restore it or re-convert the dataset")]
+    return data, []
 
 
 def _open_checked(opener, sidecar: Path, data_file: Path, shard: Path):
@@ -179,16 +258,31 @@ def _open_checked(opener, sidecar: Path, data_file: Path, shard: Path):
     return reader
 
 
+def _open_listed(opener, sidecar: Path, digest: str | None, data_file: Path, shard: Path):
+    """:func:`_open_checked` for a worker reading a dataset's shard: a checksum
+    file that is missing or differs from the manifest's ``digest`` is not used,
+    as :func:`_open_shard` decided in the main process (picklable)."""
+    reader = opener()
+    use = getattr(reader, "use_checksums", None)
+    data, problem = _read_listed(sidecar.parent, sidecar.name, digest)
+    if callable(use) and data is not None and not problem:
+        size = data_file.stat().st_size
+        use(checksums.parse(data, path=sidecar, records=len(reader), data_bytes=size, data_file=shard))
+    return reader
+
+
 def _check_all(
     sources: list[ShardSource],
-    counts: list[int],
+    prepare: Callable[[int], Opened],
+    total: int,
     findings: Findings,
     classes: list[str],
     source_of: Callable[[int, int], str | None] = lambda k, j: None,
 ) -> Counter:
-    """Read (and decode) every record of ``sources``, reporting problems shard by
-    shard with the file each record came from when known; returns the label counts."""
-    progress = Progress(sum(counts), enabled=not findings.quiet, stream=findings.stderr, unit="rec")
+    """Open each of ``sources`` once (``prepare``) and read (and decode) every
+    record, reporting problems shard by shard with the file each record came
+    from when known; returns the label counts."""
+    progress = Progress(total, enabled=not findings.quiet, stream=findings.stderr, unit="rec")
     labels: Counter = Counter()
     listed = [0] * len(sources)
 
@@ -199,11 +293,13 @@ def _check_all(
     shard = None
     try:
         for chunk in check_records(
-            sources, counts, classes=classes, decode=findings.decode, workers=findings.workers, progress=progress
+            sources, prepare, total=total, classes=classes, decode=findings.decode, workers=findings.workers, progress=progress
         ):
             if shard is not None and chunk.shard != shard:
                 flush(shard)
             shard = chunk.shard
+            for where, message in chunk.notes:
+                findings.problem(where, message)
             findings.records += chunk.records
             labels.update(chunk.labels)
             for j, message in chunk.problems:
@@ -235,13 +331,12 @@ def _verify_file(target: Target, findings: Findings) -> None:
             opener = functools.partial(_open_checked, opener, sidecar, target.found.data_file, path)
         source = ShardSource(path, opener)
         try:
-            reader = source.open()
+            reader = source.open()  # once: its records are read through it
             n = len(reader)
-            close_reader(reader)
         except FastDataError as exc:
             findings.problem(source.path, str(exc))
             return
-        _check_all([source], [n], findings, [])
+        _check_all([source], lambda k: Opened(reader), n, findings, [])
 
 
 def _read_stream(path: Path, check: FileCheck, findings: Findings) -> None:

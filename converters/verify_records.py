@@ -1,11 +1,13 @@
 """Reading every record for ``fastdata verify``, decoding in worker processes.
 
-A task is a run of records of one shard. Whoever runs it (a worker under
-``--decode`` with ``--workers`` > 1, else this process) opens the shard once,
-reads each record (the format readers check framing and CRCs), checks int
-labels against the class list and, with ``--decode``, decodes the image. Only
-findings travel back, never image bytes, and they come back in task order,
-so the report is the same for any ``--workers``.
+This process opens each shard once, when its turn comes, and checks what
+belongs to the shard as a whole (see :func:`check_records`). A task is a run
+of records of one shard: whoever runs it (this process, through that same
+reader; under ``--decode`` with ``--workers`` > 1 a worker, which opens each
+shard it gets once) reads each record (the format readers check framing and
+CRCs), checks int labels against the class list and, with ``--decode``,
+decodes the image. Only findings travel back, never image bytes, and they
+come back in task order, so the report is the same for any ``--workers``.
 """
 
 from __future__ import annotations
@@ -44,13 +46,15 @@ class ShardSource:
 @dataclasses.dataclass
 class Chunk:
     """What one task found: ``checked`` records tried, ``records`` read,
-    ``(record, message)`` problems, labels seen."""
+    ``(record, message)`` problems, labels seen; ``notes``: ``(file, message)``
+    problems of the shard as a whole, found before its records were read."""
 
     shard: int
     checked: int = 0
     records: int = 0
     problems: list[tuple[int, str]] = dataclasses.field(default_factory=list)
     labels: Counter = dataclasses.field(default_factory=Counter)
+    notes: list[tuple[Path, str]] = dataclasses.field(default_factory=list)
 
 
 class SourceFiles:
@@ -58,12 +62,16 @@ class SourceFiles:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
+        self.data: bytes | None = None  # its bytes, when read already (for its digest)
         self._names: list[str] | None = None
 
     def names(self) -> list[str]:
         if self._names is None:
             try:
-                text = self.path.read_text(encoding="utf-8") if self.path is not None else ""
+                if self.data is not None:
+                    text = self.data.decode("utf-8")
+                else:
+                    text = self.path.read_text(encoding="utf-8") if self.path is not None else ""
                 self._names = [str(json.loads(line)) for line in text.splitlines()]
             except (OSError, ValueError):
                 self._names = []
@@ -104,30 +112,77 @@ def image_decoder() -> Callable[[bytes], Any]:
     return pillow_decode
 
 
+@dataclasses.dataclass
+class Opened:
+    """A shard as this process opened it for ``verify``: the reader the
+    records are read through (None when it would not open) and what was
+    found before reading them, as ``(file, message)``."""
+
+    reader: SampleReader | None
+    notes: list[tuple[Path, str]] = dataclasses.field(default_factory=list)
+
+
 def check_records(
     sources: list[ShardSource],
-    counts: list[int],
+    prepare: Callable[[int], Opened],
     *,
+    total: int,
     classes: list[str],
     decode: bool,
     workers: int,
     progress: Callable[[int, int], None],
 ) -> Iterator[Chunk]:
-    """Check records ``0..counts[k]`` of each ``sources[k]``; yields a :class:`Chunk` per task, in order.
+    """Check every record of each ``sources[k]``; yields a :class:`Chunk` per task, in order, shard after shard.
 
-    Workers are used only under ``decode`` (reading alone costs less than
-    starting them); ``progress(records, 0)`` is called after every task.
+    ``prepare(k)`` runs in this process when shard ``k`` comes up: it opens
+    the shard once (the record count comes from that reader) and checks what
+    is checked once per shard (digests; the whole-file one over the reader's
+    own mapping), so a shard's bytes come from storage once and are still in
+    the page cache when its records are read. Its notes come back first, in a
+    Chunk of no records. Without workers the records are read through that
+    same reader; workers open the shard themselves (pickled ``source.open``).
+    ``total`` (the expected record count) only sizes the worker pool: workers
+    are used only under ``decode`` (reading alone costs less than starting
+    them). ``progress(records, 0)`` is called after every task.
     """
-    tasks = [(k, start, min(start + CHUNK, n)) for k, n in enumerate(counts) for start in range(0, n, CHUNK)]
-    workers = min(workers, len(tasks)) if decode else 1
-    results = ordered_map(_check_task, tasks, workers=workers, init=_init, init_args=(sources, classes, decode))
+    workers = min(workers, -(-total // CHUNK)) if decode else 1
+    here = workers <= 1
+    heads: dict[int, Chunk] = {}
+    opened: list[SampleReader] = []  # this process's reader of the shard being read
+
+    def tasks() -> Iterator[tuple[int, int, int]]:
+        for k in range(len(sources)):
+            _STATE["readers"].clear()  # held there, in this process, only while it is `opened`
+            while opened:
+                close_reader(opened.pop())
+            shard = prepare(k)
+            heads[k] = Chunk(k, notes=shard.notes)
+            yield k, -1, -1
+            if shard.reader is None:
+                continue
+            opened.append(shard.reader)
+            if here:
+                _STATE["readers"][k] = shard.reader
+            n = len(shard.reader)
+            yield from ((k, start, min(start + CHUNK, n)) for start in range(0, n, CHUNK))
+
+    def head(task: tuple[int, int, int]) -> Chunk | None:
+        return heads.pop(task[0]) if task[1] < 0 else None
+
+    if here:
+        run: Callable[[tuple[int, int, int]], Chunk] = lambda task: head(task) or _check_task(task)  # noqa: E731
+    else:
+        run = _check_task
+    results = ordered_map(run, tasks(), workers=workers, init=_init, init_args=(sources, classes, decode), local=head)
     try:
         for chunk in results:
             progress(chunk.checked, 0)
             yield chunk
     finally:
         results.close()
-        _close_readers()
+        _STATE.get("readers", {}).clear()
+        while opened:
+            close_reader(opened.pop())
 
 
 def _init(sources: list[ShardSource], classes: list[str], decode: bool) -> None:
@@ -137,9 +192,9 @@ def _init(sources: list[ShardSource], classes: list[str], decode: bool) -> None:
 
 
 def _close_readers() -> None:
-    for reader in _STATE.get("readers", {}).values():
-        close_reader(reader)
-    _STATE["readers"] = {}
+    readers = _STATE.get("readers", {})
+    while readers:
+        close_reader(readers.popitem()[1])
 
 
 def _check_task(task: tuple[int, int, int]) -> Chunk:

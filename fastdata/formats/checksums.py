@@ -46,6 +46,26 @@ _TAIL = struct.Struct("<I")
 REBUILD = "fastdata index --checksums"
 
 
+class FileBytes(os.PathLike):
+    """A file's path with its bytes, already read (``fastdata verify`` reads a
+    listed file once for its digest): an index reader given one as its path
+    parses these bytes instead of opening the file again."""
+
+    def __init__(self, path: str | os.PathLike[str], data: bytes) -> None:
+        self.path, self.data = os.fspath(path), data
+
+    def __fspath__(self) -> str:
+        return self.path
+
+
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of the file at ``path``: those it carries when it is a :class:`FileBytes`."""
+    if isinstance(path, FileBytes):
+        return path.data
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def sidecar_path(shard: str | os.PathLike[str]) -> Path:
     """Where the checksums of ``shard`` (a file, or an LMDB directory) live: ``<shard>.crc``."""
     return Path(os.fspath(shard).rstrip("/\\") + SUFFIX)
@@ -151,6 +171,14 @@ def load(path: str | os.PathLike[str], *, records: int, data_bytes: int, data_fi
     except OSError as exc:
         raise FormatError(f"cannot read the record checksums ({exc.strerror or exc})", path=path,
                           hint=f"restore it, or compute it again with `{REBUILD} {os.fspath(data_file)}`") from None
+    return parse(data, path=path, records=records, data_bytes=data_bytes, data_file=data_file)
+
+
+def parse(data: bytes, *, path: str | os.PathLike[str], records: int, data_bytes: int,
+          data_file: str | os.PathLike[str]) -> memoryview:
+    """:func:`load` of a sidecar's bytes already read (``fastdata verify`` reads
+    them once, for their digest and for the CRCs); raises as :func:`load` does."""
+    path = os.fspath(path)
     head = _HEAD.size
     if len(data) < head + _TAIL.size or data[:8] != MAGIC:
         raise _bad(path, data_file, "is not a fastdata checksum file (no FDCRC32C header)")
@@ -218,3 +246,16 @@ def matches(path: str | os.PathLike[str], digest: str) -> bool:
     if kind not in ("crc32c", "sha256"):
         return False
     return file_digest(path, kind) == f"{kind}:{value}"
+
+
+def buffer_matches(data: bytes | memoryview, digest: str) -> bool:
+    """:func:`matches` for bytes already in memory or mapped (a reader's mmap of
+    the whole file), so that checking a digest reads the file no second time."""
+    kind, _, value = digest.partition(":")
+    if not value:
+        kind, value = "sha256", digest
+    if kind == "crc32c":
+        return crc_digest(crc32c(data)) == f"crc32c:{value}"
+    if kind == "sha256":
+        return hashlib.sha256(data).hexdigest() == value
+    return False

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..._lazy import lazy_numpy
 from ...errors import FormatError
+from ..checksums import read_bytes
 from . import framing
 from .framing import HEADER_SIZE
 
@@ -45,9 +46,8 @@ def parse_index(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray]:
         FormatError: a line that is not two integers (names the line and its
             byte offset in the ``.idx``).
     """
+    data = read_bytes(path)  # a FileBytes: read already, for its digest
     path = os.fspath(path)
-    with open(path, "rb") as f:
-        data = f.read()
     parsed = _parse_strict(data)
     if parsed is None:
         parsed = _parse_lines(data, path)

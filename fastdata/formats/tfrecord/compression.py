@@ -49,7 +49,12 @@ def detect(path: str | os.PathLike[str], compression: str | None = None) -> str:
     if kind is not None:
         return kind
     with open(path, "rb") as f:
-        head = f.read(HEADER)
+        return sniff(f.read(HEADER), path)
+
+
+def sniff(head: bytes, path: str | os.PathLike[str]) -> str:
+    """:func:`detect`'s guess from the file's first ``HEADER`` bytes, already read
+    (a reader that maps the file reads them through the same open file)."""
     if len(head) == HEADER and masked_crc(head[:8]) == struct.unpack_from("<I", head, 8)[0]:
         return "none"
     name = os.fspath(path).lower()

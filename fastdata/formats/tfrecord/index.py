@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import ConfigError, FormatError
+from ..checksums import read_bytes
 from .compression import COMPRESSED_HINT, detect
 from .framing import OVERHEAD, check_data, scan
 
@@ -37,11 +38,11 @@ def read_index(index: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray]:
 
     Raises FormatError naming the file when a line is not two integers.
     """
-    index = os.fspath(index)
     try:
-        with open(index, "rb") as f:
-            text = f.read()
+        text = read_bytes(index)  # a FileBytes: read already, for its digest
+        index = os.fspath(index)
     except FileNotFoundError:
+        index = os.fspath(index)
         raise ConfigError(f"{index}: index file not found; build it with build_index(data_path, {index!r})") from None
     if not text.strip():
         return np.zeros(0, np.int64), np.zeros(0, np.int64)

@@ -89,6 +89,7 @@ class Reader:
     ) -> None:
         self.path = os.fspath(path)
         self.index = None if index is None else os.fspath(index)
+        self._index_arg = index  # a FileBytes carries the index's bytes, read already (not pickled)
         self.compression = _compression.normalize(compression)
         self.verify = bool(verify)
         if not os.path.isfile(self.path):
@@ -114,15 +115,13 @@ class Reader:
     def _open(self) -> None:
         """(Re)open in this process: detect compression, map the file, load or build offsets."""
         self.close()
-        kind = _compression.detect(self.path, self.compression)
+        with open(self.path, "rb") as f:  # one open: sniffed and mapped through the same file
+            kind = self.compression or _compression.sniff(f.read(HEADER), self.path)
+            if kind == "none":
+                size = os.fstat(f.fileno()).st_size
+                self._mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
         self._kind = kind
         if kind == "none":
-            size = os.path.getsize(self.path)
-            if size:
-                with open(self.path, "rb") as f:
-                    self._mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            else:
-                self._mm = b""
             if self._offsets is None:
                 self._set_offsets(*self._load_offsets(size))
         elif self.index is not None:
@@ -138,7 +137,7 @@ class Reader:
             index = default_index_path(self.path)
         if index is None:
             return scan(self._mm, size, self.path, self.verify)
-        offsets, sizes = read_index(index)
+        offsets, sizes = read_index(self._index_arg if index == self.index else index)
         check_index(offsets, sizes, size, self.path, index)
         return offsets, sizes
 
@@ -168,6 +167,7 @@ class Reader:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        self._index_arg = self.index
         self._reset()
 
     # -- public API ---------------------------------------------------------
@@ -182,6 +182,12 @@ class Reader:
         """Framed size of each record (int64, data length + 16), uncompressed files only."""
         self._require_random_access()
         return self._sizes
+
+    def mapping(self) -> mmap.mmap | bytes:
+        """The whole uncompressed file as this process maps it (read only), for a
+        whole-file checksum that reads no byte the records do not (``fastdata verify``)."""
+        self._require_random_access()
+        return self._mm
 
     @property
     def compressed(self) -> bool:
