@@ -30,13 +30,12 @@ from concurrent.futures.process import BrokenProcessPool
 
 from fastdata.errors import FastDataError
 from fastdata.formats import registry
-from fastdata.formats.sample import ShardInfo
 
 from . import state
 from .normalize import EncodeOptions
 from .parallel import worker_pool
 from .plan import Plan, ShardPlan
-from .work import ShardJob, init_worker, merge_records, write_shard_job
+from .work import ShardJob, init_worker, join_pieces, merge_records, write_shard_job
 
 #: Smallest piece a shard is cut into: below it, a task's start and its share of the join cost more than the balance buys.
 MIN_PIECE_BYTES = 4 << 20
@@ -143,7 +142,7 @@ def write_shards(
         return done
     if plan.options.restart_markers:  # imported once here rather than in every forked worker
         import fastdata.decode.native  # noqa: F401
-    futures: dict[Future, Task] = {}
+    futures: dict[Future, Task | _Joining] = {}
     pieces: dict[str, list[dict | None]] = {}  # pieces written so far, by shard key, until the shard is joined
     try:
         with worker_pool(workers, init_worker, report=progress is not None) as pool:
@@ -160,6 +159,9 @@ def write_shards(
                         progress(images, nbytes)
                 for future in finished:
                     task = futures.pop(future)
+                    if isinstance(task, _Joining):
+                        done[task.shard.key] = _record(out, plan, task.shard, merge_records(task.records, future.result()))
+                        continue
                     record = future.result()
                     if task.pieces == 1:
                         done[task.shard.key] = _record(out, plan, task.shard, record)
@@ -167,10 +169,12 @@ def write_shards(
                     got = pieces.setdefault(task.shard.key, [None] * task.pieces)
                     got[task.piece] = record
                     if all(r is not None for r in got):
-                        done[task.shard.key] = _record(out, plan, task.shard, _join(out, plan, task.shard, got))
+                        # joined by a worker: at the end, the last shards' joins run side by side
+                        join = _join_args(out, plan, task.shard, got, run.fsync)
+                        futures[pool.submit(join_pieces, *join)] = _Joining(task.shard, got)
                         del pieces[task.shard.key]
     except BaseException as exc:
-        unfinished = {t.shard.key: t.shard for t in futures.values()}
+        unfinished = {t.shard.key: t.shard for t in futures.values()}  # joins in flight included
         unfinished.update({s.key: s for s in shards if s.key in pieces})
         for shard in unfinished.values():  # what the killed workers left (a shard committed but not recorded is redone)
             state.clear_shard(out, plan, shard)
@@ -196,17 +200,20 @@ def _job(out: str, plan: Plan, task: Task, run: RunOptions) -> ShardJob:
                     shard.ids[task.start:task.stop], plan.classes, encode, run.on_error, run.test_delay, run.fsync)
 
 
-def _join(out: str, plan: Plan, shard: ShardPlan, records: list[dict]) -> dict:
-    """The shard from its pieces' files, and its record from theirs."""
-    written = [(state.piece_dir(out, shard, k) / shard.file, ShardInfo(**r["info"]))
-               for k, r in enumerate(records) if r["info"] is not None]
-    info = None
-    if written:
-        directory = plan.split_dir(out, shard.split)
-        directory.mkdir(parents=True, exist_ok=True)
-        info = registry.get(plan.options.format).join(directory / shard.file, written)
-    state.clear_pieces(out, shard)
-    return merge_records(records, info)
+@dataclasses.dataclass(frozen=True)
+class _Joining:
+    """A shard whose pieces are all written, being joined by a worker; ``records`` are the pieces'."""
+
+    shard: ShardPlan
+    records: list[dict]
+
+
+def _join_args(out: str, plan: Plan, shard: ShardPlan, records: list[dict], fsync: bool) -> tuple:
+    """What :func:`.work.join_pieces` needs to join ``shard`` from its pieces."""
+    directory = plan.split_dir(out, shard.split)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = [(str(state.piece_dir(out, shard, k) / shard.file), r["info"]) for k, r in enumerate(records)]
+    return plan.options.format, str(directory / shard.file), written, str(state.pieces_of(out, shard)), fsync
 
 
 def _record(out: str, plan: Plan, shard: ShardPlan, record: dict) -> dict:

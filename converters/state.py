@@ -149,14 +149,19 @@ def shard_files(directory: Path, file: str) -> list[Path]:
     return [directory / (name + suffix) for name in names for suffix in ("", PARTIAL_SUFFIX)]
 
 
+def pieces_of(out: str | os.PathLike[str], shard: ShardPlan) -> Path:
+    """The folder of the pieces of a shard cut into pieces (see ``pack.plan_tasks``)."""
+    return Path(out) / STATE_DIR / "pieces" / shard.key
+
+
 def piece_dir(out: str | os.PathLike[str], shard: ShardPlan, piece: int) -> Path:
-    """Where piece ``piece`` of a shard cut into pieces is written (see ``pack.plan_tasks``)."""
-    return Path(out) / STATE_DIR / "pieces" / shard.key / str(piece)
+    """Where piece ``piece`` of a shard is written."""
+    return pieces_of(out, shard) / str(piece)
 
 
 def clear_pieces(out: str | os.PathLike[str], shard: ShardPlan) -> None:
     """Remove whatever the pieces of ``shard`` left."""
-    remove(Path(out) / STATE_DIR / "pieces" / shard.key)
+    remove(pieces_of(out, shard))
 
 
 def record_path(out: str | os.PathLike[str], shard: ShardPlan) -> Path:

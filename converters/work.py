@@ -19,12 +19,13 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from fastdata.errors import FastDataError
 from fastdata.formats import registry
-from fastdata.formats._atomic import durable
-from fastdata.formats.sample import Sample
+from fastdata.formats._atomic import durable, remove
+from fastdata.formats.sample import Sample, ShardInfo
 
 from .normalize import RESTART_REASON, EncodeOptions, prepare
 from .scan import SkippedFile, SourceItem
@@ -79,6 +80,19 @@ class ShardStats:
             "normalised": dict(sorted(self.normalised.items())),
             "skipped": self.skipped,
         }
+
+
+def join_pieces(fmt: str, path: str, pieces: list[tuple[str, dict[str, Any] | None]], leftovers: str, fsync: bool) -> Any:
+    """Join the pieces of a shard (each ``(its data path, its ShardInfo as a dict or None
+    when all its images were skipped)``, in order) into the shard ``path`` with the
+    format's ``join``, remove the folder ``leftovers`` they were written in, and
+    return the shard's ShardInfo (None when every piece is empty). ``fsync``: as
+    :attr:`ShardJob.fsync`."""
+    written = [(Path(p), ShardInfo(**info)) for p, info in pieces if info is not None]
+    with durable(fsync):
+        info = registry.get(fmt).join(path, written) if written else None
+    remove(leftovers)
+    return info
 
 
 def merge_records(records: list[dict[str, Any]], info: Any) -> dict[str, Any]:

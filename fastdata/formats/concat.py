@@ -19,7 +19,9 @@ from .checksums import combine as crc32c_combine
 
 
 def append_file(target, source: str | os.PathLike[str]) -> int:
-    """Append the whole file ``source`` to the open binary file ``target``; returns the bytes appended.
+    """Append the whole file ``source`` to the open binary file ``target``, at its
+    current position (its end: open it "r+b" and seek there, since
+    copy_file_range refuses an O_APPEND file); returns the bytes appended.
 
     ``os.copy_file_range`` copies inside the kernel (page cache to page
     cache, or a reflink where the filesystem shares blocks); where it is

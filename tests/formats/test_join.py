@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 from crc32c import crc32c
@@ -57,12 +58,21 @@ def test_crc32c_combine_matches_a_crc_of_the_concatenation():
     assert combined([(crc32c(p), len(p)) for p in parts]) == crc32c(b"".join(parts))
 
 
-def test_append_file_and_shift_offsets(tmp_path):
+@pytest.mark.parametrize("mode", ["r+b", "ab"])
+def test_append_file_and_shift_offsets(tmp_path, monkeypatch, mode):
+    """In the kernel where it can ("r+b"); an O_APPEND file ("ab"), which copy_file_range refuses, by a plain copy."""
+    calls = []
+    real = getattr(os, "copy_file_range", None)
+    if real is not None:
+        monkeypatch.setattr(os, "copy_file_range", lambda *a: calls.append(a) or real(*a))
     (tmp_path / "a").write_bytes(b"abc")
     (tmp_path / "b").write_bytes(os.urandom(300_000))
-    with open(tmp_path / "a", "ab") as f:
+    with open(tmp_path / "a", mode) as f:
+        f.seek(0, os.SEEK_END)
         assert append_file(f, tmp_path / "b") == 300_000
         f.write(b"tail")
     assert (tmp_path / "a").read_bytes() == b"abc" + (tmp_path / "b").read_bytes() + b"tail"
+    if real is not None and mode == "r+b" and sys.platform.startswith("linux"):
+        assert calls  # the join's copy stayed in the kernel
     assert shift_offsets("3\t0\n9\t40\n", 100, 1, "\t") == "3\t100\n9\t140\n"
     assert shift_offsets("0 12\n12 30\n", 5, 0, None) == "5 12\n17 30\n"

@@ -31,7 +31,8 @@ def join_shard(path: str | os.PathLike[str], pieces: list[tuple[Path, ShardInfo]
     base = 0
     with written(idx, crc, rec) as (tmp_idx, tmp_crc, tmp_rec):
         os.replace(pieces[0][0], tmp_rec)  # the first piece's bytes stay where they are
-        with open(tmp_rec, "ab") as out:
+        with open(tmp_rec, "r+b") as out:  # not "ab": copy_file_range refuses an O_APPEND target
+            out.seek(0, os.SEEK_END)
             for k, (piece, info) in enumerate(pieces):
                 if k:
                     append_file(out, piece)

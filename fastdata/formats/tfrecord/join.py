@@ -29,7 +29,8 @@ def join_shard(path: str | os.PathLike[str], pieces: list[tuple[Path, ShardInfo]
     base = records = 0
     with written(index, path) as (index_part, part):
         os.replace(pieces[0][0], part)
-        with open(part, "ab") as out:
+        with open(part, "r+b") as out:  # not "ab": copy_file_range refuses an O_APPEND target
+            out.seek(0, os.SEEK_END)
             for k, (piece, info) in enumerate(pieces):
                 if k:
                     append_file(out, piece)
