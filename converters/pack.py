@@ -14,9 +14,9 @@ writes 4 while the other waits; on 16 cores, 9 of 16 wait all along). So
 where the work left is less than a shard per worker, a shard of a format that
 can ``join`` (records independent of their position: RecordIO, TFRecord) is
 cut into pieces of about the work each worker has left (:func:`plan_tasks`);
-the pieces are written apart, under ``OUT/.fastdata-state/pieces/``, and this
-process joins them (an in-kernel append, no re-read) into exactly the bytes
-one writer would have written.
+the pieces are written apart, under ``OUT/.fastdata-state/pieces/``, and a
+worker joins them (an in-kernel append, no re-read) into exactly the bytes
+one writer would have written, while the others go on.
 """
 
 from __future__ import annotations
@@ -135,6 +135,7 @@ def write_shards(
         return {}
     workers = min(run.workers, sum(len(s.items) for s in shards))
     tasks = plan_tasks(shards, workers, registry.get(plan.options.format).join is not None, run.min_piece_bytes)
+    workers = min(workers, len(tasks))  # LMDB's whole shards: no process without a task
     done: dict[str, dict] = {}
     if workers <= 1:
         for task in tasks:
@@ -145,12 +146,14 @@ def write_shards(
     futures: dict[Future, Task | _Joining] = {}
     pieces: dict[str, list[dict | None]] = {}  # pieces written so far, by shard key, until the shard is joined
     try:
-        with worker_pool(workers, init_worker, report=progress is not None) as pool:
+        position = {shard.key: n for n, shard in enumerate(shards)}
+        with worker_pool(workers, init_worker, report=progress is not None, args=(shards,)) as pool:
             todo: Iterator[Task] = iter(tasks)
             while True:
                 # a few tasks per worker in flight: wait() costs O(futures), and a plan may hold 100,000 shards
                 for task in itertools.islice(todo, 2 * workers - len(futures)):
-                    futures[pool.submit(write_shard_job, _job(out, plan, task, run))] = task
+                    job = _job(out, plan, task, run, position[task.shard.key])
+                    futures[pool.submit(write_shard_job, job)] = task
                 if not futures:
                     break
                 finished, _ = wait(futures, timeout=0.2 if progress else None, return_when=FIRST_COMPLETED)
@@ -187,7 +190,9 @@ def write_shards(
     return done
 
 
-def _job(out: str, plan: Plan, task: Task, run: RunOptions) -> ShardJob:
+def _job(out: str, plan: Plan, task: Task, run: RunOptions, position: int | None = None) -> ShardJob:
+    """The job of ``task``; with ``position`` (the shard's place in what the
+    workers got at start-up) it names its items instead of carrying them."""
     shard = task.shard
     if task.piece == 0:
         state.clear_shard(out, plan, shard)
@@ -196,8 +201,12 @@ def _job(out: str, plan: Plan, task: Task, run: RunOptions) -> ShardJob:
     o = plan.options
     encode = EncodeOptions(resize=o.resize, quality=o.quality, reencode=o.reencode, verify_decode=run.verify_decode,
                            restart_markers=o.restart_markers)
-    return ShardJob(str(directory / shard.file), o.format, shard.items[task.start:task.stop],
-                    shard.ids[task.start:task.stop], plan.classes, encode, run.on_error, run.test_delay, run.fsync)
+    if position is None:
+        items, ids, ref = shard.items[task.start:task.stop], shard.ids[task.start:task.stop], None
+    else:
+        items, ids, ref = None, None, (position, task.start, task.stop)
+    return ShardJob(str(directory / shard.file), o.format, items, ids, plan.classes, encode, run.on_error,
+                    run.test_delay, run.fsync, ref)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -142,11 +142,11 @@ class WorkerPool:
     of waiting for their tasks, which may each be a whole shard: whatever they
     leave under partial names is discarded by ``--resume``."""
 
-    def __init__(self, workers: int, init: Callable[..., None], *, report: bool = False) -> None:
+    def __init__(self, workers: int, init: Callable[..., None], *, report: bool = False, args: tuple = ()) -> None:
         context = multiprocessing.get_context(start_method())
         self._queue = context.SimpleQueue() if report else None
         self._executor = ProcessPoolExecutor(
-            workers, mp_context=context, initializer=_worker_init, initargs=(init, (self._queue,))
+            workers, mp_context=context, initializer=_worker_init, initargs=(init, (self._queue, *args))
         )
 
     def submit(self, fn: Callable[..., R], *args: Any) -> Future:
@@ -175,7 +175,8 @@ class WorkerPool:
             self._queue.close()
 
 
-def worker_pool(workers: int, init: Callable[..., None], *, report: bool = False) -> WorkerPool:
-    """:class:`WorkerPool` of ``workers`` processes that each run ``init(queue)``
-    once (``queue``: the progress channel when ``report``, else None)."""
-    return WorkerPool(workers, init, report=report)
+def worker_pool(workers: int, init: Callable[..., None], *, report: bool = False, args: tuple = ()) -> WorkerPool:
+    """:class:`WorkerPool` of ``workers`` processes that each run ``init(queue, *args)``
+    once (``queue``: the progress channel when ``report``, else None). Forked
+    workers inherit ``args`` as they are; spawned ones get a pickled copy each."""
+    return WorkerPool(workers, init, report=report, args=args)

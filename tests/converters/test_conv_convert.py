@@ -252,3 +252,16 @@ def test_label_vectors_go_only_into_formats_that_declare_them(shared_data, tmp_p
     else:
         takes = " or ".join(n for n in registry.names() if registry.get(n).label_vectors)
         assert code == 2 and f"the {fmt} format holds one int label per image; use --format {takes}" in err
+
+
+def test_spawned_workers_write_the_same_bytes(shared_data, tmp_path, capsys, monkeypatch):
+    """Forked workers inherit the shards their tasks name; spawned ones (another thread was running)
+    get a pickled copy at start-up: same output, pieces included."""
+    from fastdata.converters import parallel
+
+    src = shared_data / "photos" / "edgecases"
+    common = ["--format", "recordio", "--shards", "3", "-q", "--test-min-piece", "1"]
+    assert run_cli(capsys, "convert", src, tmp_path / "forked", "--workers", "2", *common)[0] == 0
+    monkeypatch.setattr(parallel, "start_method", lambda: "spawn")
+    assert run_cli(capsys, "convert", src, tmp_path / "spawned", "--workers", "2", *common)[0] == 0
+    assert tree(tmp_path / "forked") == tree(tmp_path / "spawned")
