@@ -32,7 +32,7 @@ from typing import TextIO
 
 from fastdata.errors import ConfigError
 from fastdata.formats import dataset_writer
-from fastdata.formats._atomic import durable, is_durable, sync, write_text_atomic
+from fastdata.formats._atomic import durable, is_durable, sync, sync_dir, write_text_atomic
 from fastdata.formats.manifest import Manifest
 from fastdata.formats.sample import ShardInfo
 
@@ -187,8 +187,14 @@ def _finish(out: Path, plan: Plan, records: dict, allow_skips: bool, quiet: bool
             return 1
     state.remove_partials(out, plan)
     if is_durable():  # shards of nodes that ran without --fsync reach the disk before the manifest names them
+        for shard in plan.shards:
+            info = records[shard.key]["info"]
+            if info is not None:
+                directory = plan.split_dir(out, shard.split)
+                for name in [info["file"], *info.get("digests", {})]:
+                    sync(directory / name)
         for directory in sorted({plan.split_dir(out, s.split) for s in plan.shards}):
-            sync(directory)
+            sync_dir(directory)
     for split in plan.splits:
         infos = [
             ShardInfo(**records[s.key]["info"])

@@ -86,6 +86,11 @@ def written(*finals: str | os.PathLike[str]) -> Iterator[list[Path]]:
         raise
 
 
+def sync_dir(path: str | os.PathLike[str]) -> None:
+    """fsync a directory itself (its entries: names renamed into it), not what is in it."""
+    _fsync_dir(Path(path))
+
+
 def sync(path: str | os.PathLike[str]) -> None:
     """fsync a file, or everything under a directory and the directory itself (nothing if it is missing)."""
     path = Path(path)

@@ -241,3 +241,20 @@ def test_fsync_is_asked_for(shared_data, tmp_path, capsys, monkeypatch):
         names = {Path(p).name for p in synced}
         for name in ("shard-00000.rec", "shard-00001.rec", "shard-00000.idx", "shard-00000.rec.crc", "manifest.json"):
             assert any(n == name or n == name + ".partial" for n in names), (name, sorted(names))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="names synced files through /proc/self/fd")
+def test_merge_with_fsync_syncs_shards_the_nodes_did_not(shared_data, tmp_path, capsys, monkeypatch):
+    synced: list[str] = []
+    real = os.fsync
+    src, out = shared_data / "photos" / "edgecases", tmp_path / "o"
+    args = ["convert", src, out, "--format", "recordio", "--shards", "2", "--num-nodes", "2", "-q"]
+    assert run_cli(capsys, *args, "--node-rank", "0")[0] == 0
+    (out / ".fastdata-finalize.lock").write_text("a node that died while finishing\n")  # so node 1 leaves it
+    assert run_cli(capsys, *args, "--node-rank", "1")[0] == 0
+    assert not (out / "manifest.json").exists()
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(os.readlink(f"/proc/self/fd/{fd}")) or real(fd))
+    assert run_cli(capsys, "merge", out, "--fsync", "-q")[0] == 0
+    names = [Path(p).name for p in synced]
+    for name in ("shard-00000.rec", "shard-00001.rec", "shard-00001.idx", "shard-00001.rec.crc", "manifest.json"):
+        assert name in names or name + ".partial" in names, (name, names)
