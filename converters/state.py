@@ -143,9 +143,9 @@ NOT_OURS = (
 def shard_files(directory: Path, file: str) -> list[Path]:
     """Every name a shard's writer may leave in ``directory``: the shard, its
     index (``shard-00000.idx`` for RecordIO, ``shard-00000.tfrecord.idx`` for
-    TFRecord) and their ``.partial`` names."""
+    TFRecord), its record checksums (``<shard>.crc``) and their ``.partial`` names."""
     stem = file.rsplit(".", 1)[0]
-    names = dict.fromkeys([file, f"{stem}.idx", f"{file}.idx"])
+    names = dict.fromkeys([file, f"{stem}.idx", f"{file}.idx", os.fspath(checksums.sidecar_path(file))])
     return [directory / (name + suffix) for name in names for suffix in ("", PARTIAL_SUFFIX)]
 
 

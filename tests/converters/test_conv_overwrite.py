@@ -66,6 +66,17 @@ def test_overwrite_of_an_unfinished_conversion_keeps_user_files(src, tmp_path, c
     assert not (out / PLAN_NAME).exists() and len(manifest_json(out)["shards"]) == 4
 
 
+def test_overwrite_of_an_unfinished_conversion_removes_its_record_checksums(src, tmp_path, capsys):
+    """The .crc beside each shard of the unfinished plan goes too, not only the shard and its index."""
+    out = tmp_path / "out"
+    args = ["convert", src, out, "--format", "recordio", "-q"]
+    assert run_cli(capsys, *args, "--shards", "4", "--num-nodes", "2", "--node-rank", "0")[0] == 0
+    assert (out / "shard-00002.rec.crc").exists()
+    assert run_cli(capsys, *args, "--shards", "1", "--overwrite")[0] == 0
+    assert sorted(p.name for p in out.iterdir()) == [
+        "dali.idx", "manifest.json", "shard-00000.idx", "shard-00000.rec", "shard-00000.rec.crc", "sources.jsonl"]
+
+
 @pytest.mark.parametrize("where", ["", "train", "val"])
 def test_a_manifest_fastdata_did_not_write_is_refused(src, tmp_path, capsys, where):
     out = tmp_path / "ex"
