@@ -81,6 +81,9 @@ def _convert(req: ConvertRequest, stdout: TextIO, stderr: TextIO) -> int:
         _say(req, stdout, f"fastdata convert: {node}: no shard to write (the plan has {len(plan.shards)} shard(s) for "
                           f"{req.num_nodes} nodes)")
         return 0
+    recorded = [s for _, s in mine if state.record_path(out, s).exists()]
+    if recorded:  # one read of each: it can take a while for a large dataset, so say why
+        _say(req, stdout, f"fastdata convert: {node}: checking the size and CRC32C of {len(recorded)} finished shard(s)")
     pending = [s for _, s in mine if state.read_record(out, plan, s, check=True) is None]
     if req.num_nodes > 1 and pending and state.manifest_dirs(out):
         # the last node wrote the manifests and is removing the records this node just read
