@@ -175,7 +175,7 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes(shared_data, tmp_path, capsys)
     args = ["convert", str(src), str(out), "--format", "recordio", "--shards", "13", "-q"]
     tag = f"sigint-{os.getpid()}-{time.monotonic_ns()}"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fastdata.converters.cli", *args, "--workers", "2", "--test-delay", "0.1"],
+        [sys.executable, "-m", "fastdata.converters.cli", *args, "--workers", "2", "--test-delay", "0.25"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_tagged_env(tag),
     )
     deadline = time.monotonic() + 60
