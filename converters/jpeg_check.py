@@ -27,8 +27,7 @@ Python version is the reference it is tested against, and the fallback.
 from __future__ import annotations
 
 import struct
-
-from PIL import Image
+import sys
 
 from fastdata.formats import speedups as _speedups
 
@@ -43,6 +42,18 @@ _PILLOW_MINIMUM = {0xE0: (b"JFIF", 7), 0xEE: (b"Adobe", 7), 0xE2: (b"ICC_PROFILE
 _ORIENTATION = 0x0112
 
 
+#: Pillow's own ``Image.MAX_IMAGE_PIXELS`` until someone changes it (a test holds the two equal).
+PILLOW_PIXEL_LIMIT = 1024 * 1024 * 1024 // 4 // 3
+
+
+def pixel_limit() -> int | None:
+    """Pillow's decompression-bomb limit as this process has it, without
+    importing Pillow (~11 ms of start-up that a pass-through conversion never
+    needs): a program that changed the limit has imported ``PIL.Image``."""
+    image = sys.modules.get("PIL.Image")
+    return image.MAX_IMAGE_PIXELS if image is not None else PILLOW_PIXEL_LIMIT
+
+
 def passthrough_size(data: bytes) -> tuple[int, int] | None:
     """``(height, width)`` when ``data`` is a well-framed JPEG safe to store as is, else None.
 
@@ -50,7 +61,7 @@ def passthrough_size(data: bytes) -> tuple[int, int] | None:
     """
     native = _speedups.native
     if native is not None and type(data) is bytes:
-        answer = native.jpeg_passthrough_size(data, Image.MAX_IMAGE_PIXELS)
+        answer = native.jpeg_passthrough_size(data, pixel_limit())
         if answer is not NotImplemented:  # a limit that is not a plain int: Python decides
             return answer
     return _passthrough_size_py(data)
@@ -123,7 +134,7 @@ def _frame(data: bytes, start: int, end: int) -> tuple[int, int, dict[int, int]]
     precision, height, width, count = struct.unpack_from(">BHHB", data, start)
     if precision != 8 or count not in (1, 3) or end - start != 6 + 3 * count or not height or not width:
         return None
-    limit = Image.MAX_IMAGE_PIXELS
+    limit = pixel_limit()
     if limit is not None and height * width > limit:
         return None  # Pillow warns or refuses: keep its verdict
     tables: dict[int, int] = {}

@@ -36,11 +36,17 @@ import dataclasses
 import io
 import re
 import warnings
-
-from PIL import Image, ImageFile
+from typing import TYPE_CHECKING
 
 from .jpeg_check import passthrough_size
 from .scan import SkippedFile
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+# Pillow is imported where an image is decoded, not with this module: a
+# pass-through conversion stores JPEGs the structural check vouches for and
+# never decodes one, and Pillow's import is ~11 ms of every command's start-up.
 
 #: What transparent pixels are composited over.
 BACKGROUND = (255, 255, 255)
@@ -52,14 +58,14 @@ RESTART_REASON = "restart-markers"
 _JPEG_FORMATS = ("JPEG", "MPO")  # MPO: camera JPEGs with extra frames appended; decoders read frame 0
 _ALPHA_MODES = ("RGBA", "LA", "PA", "RGBa", "La")
 _SIXTEEN_BIT = ("I;16", "I;16B", "I;16L", "I;16N", "I")
-_TRANSPOSE = {
-    2: Image.Transpose.FLIP_LEFT_RIGHT,
-    3: Image.Transpose.ROTATE_180,
-    4: Image.Transpose.FLIP_TOP_BOTTOM,
-    5: Image.Transpose.TRANSPOSE,
-    6: Image.Transpose.ROTATE_270,
-    7: Image.Transpose.TRANSVERSE,
-    8: Image.Transpose.ROTATE_90,
+_TRANSPOSE = {  # EXIF orientation -> the name of Pillow's Image.Transpose that makes the image upright
+    2: "FLIP_LEFT_RIGHT",
+    3: "ROTATE_180",
+    4: "FLIP_TOP_BOTTOM",
+    5: "TRANSPOSE",
+    6: "ROTATE_270",
+    7: "TRANSVERSE",
+    8: "ROTATE_90",
 }
 
 
@@ -125,6 +131,8 @@ def _prepare(data: bytes, path: str, options: EncodeOptions) -> Prepared:
     kept = stored_as_is(data, options)
     if kept is not None:
         return kept
+    from PIL import Image, ImageFile
+
     if ImageFile.LOAD_TRUNCATED_IMAGES:  # someone relaxed Pillow globally; we must not accept truncated files
         ImageFile.LOAD_TRUNCATED_IMAGES = False
     with warnings.catch_warnings():
@@ -177,6 +185,8 @@ def orientation_of(img: Image.Image) -> int:
 
 
 def _prepare_open(img: Image.Image, data: bytes, options: EncodeOptions) -> Prepared:
+    from PIL import Image
+
     width, height = img.size
     if width <= 0 or height <= 0:
         raise SkippedFile("", f"image has no pixels ({width}x{height})")
@@ -203,7 +213,7 @@ def _prepare_open(img: Image.Image, data: bytes, options: EncodeOptions) -> Prep
     icc = img.info.get("icc_profile") if img.mode == "RGB" else None  # a CMYK or gray profile no longer fits
     rgb = to_rgb(img, reasons)
     if orientation != 1:
-        rgb = rgb.transpose(_TRANSPOSE[orientation])
+        rgb = rgb.transpose(Image.Transpose[_TRANSPOSE[orientation]])
         reasons.append("exif-orientation")
     if target is not None:
         size = target if orientation < 5 else (target[1], target[0])
@@ -224,6 +234,8 @@ def _target_size(width: int, height: int, short: int) -> tuple[int, int]:
 
 def to_rgb(img: Image.Image, reasons: list[str]) -> Image.Image:
     """Any Pillow mode -> 8-bit RGB, alpha composited over :data:`BACKGROUND`."""
+    from PIL import Image
+
     transparency = img.info.get("transparency")
     if img.mode in _SIXTEEN_BIT:
         import numpy as np  # only 16-bit images need it; workers start faster without

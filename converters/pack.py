@@ -25,8 +25,7 @@ import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, wait
-from concurrent.futures.process import BrokenProcessPool
+from typing import TYPE_CHECKING
 
 from fastdata.errors import FastDataError
 from fastdata.formats import registry
@@ -36,6 +35,9 @@ from .normalize import EncodeOptions
 from .parallel import worker_pool
 from .plan import Plan, ShardPlan
 from .work import ShardJob, init_worker, join_pieces, merge_records, write_shard_job
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 #: Smallest piece a shard is cut into: below it, a task's start and its share of the join cost more than the balance buys.
 MIN_PIECE_BYTES = 4 << 20
@@ -143,6 +145,8 @@ def write_shards(
         return done
     if plan.options.restart_markers:  # imported once here rather than in every forked worker
         import fastdata.decode.native  # noqa: F401
+    from concurrent.futures import FIRST_COMPLETED, wait  # with the pool: a one-worker run never needs them
+    from concurrent.futures.process import BrokenProcessPool
     futures: dict[Future, Task | _Joining] = {}
     pieces: dict[str, list[dict | None]] = {}  # pieces written so far, by shard key, until the shard is joined
     try:

@@ -12,14 +12,18 @@ them) and, on Linux, die with their parent (``PR_SET_PDEATHSIG``), so a
 from __future__ import annotations
 
 import collections
-import multiprocessing
 import os
 import signal
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+# multiprocessing and concurrent.futures are imported when a pool starts: ~20 ms
+# that a one-worker conversion (and every other command) does not pay.
 
 # fork when this process runs no other thread (a spawned worker re-imports Python,
 # Pillow and the converters: 0.1-0.3 s each, more than a whole pass-through shard);
@@ -68,6 +72,8 @@ def _worker_init(init: Callable[..., None], args: tuple) -> None:
 
 
 def _done(result: R) -> Future:
+    from concurrent.futures import Future
+
     future: Future = Future()
     future.set_result(result)
     return future
@@ -118,6 +124,9 @@ def ordered_map(
                     # inherits that writer but cannot harm it: it never touches it, the
                     # parent's frames keep it reachable (no finaliser flushes it), the child
                     # leaves by os._exit and dies with the parent.
+                    import multiprocessing
+                    from concurrent.futures import ProcessPoolExecutor
+
                     method = start_method()
                     executor = ProcessPoolExecutor(
                         workers,
@@ -143,6 +152,9 @@ class WorkerPool:
     leave under partial names is discarded by ``--resume``."""
 
     def __init__(self, workers: int, init: Callable[..., None], *, report: bool = False, args: tuple = ()) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         context = multiprocessing.get_context(start_method())
         self._queue = context.SimpleQueue() if report else None
         self._executor = ProcessPoolExecutor(

@@ -12,7 +12,6 @@ its done records carry the CRC32C digests that ``--resume`` checks instead
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import shutil
 from collections.abc import Iterator
@@ -117,6 +116,8 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
 
 
 def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
+    import hashlib  # loads OpenSSL (~3 ms): only for sha256 digests, which fastdata does not write
+
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while block := f.read(chunk):

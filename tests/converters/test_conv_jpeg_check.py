@@ -6,9 +6,12 @@ import io
 import multiprocessing
 import os
 import struct
+import subprocess
+import sys
 
 import pytest
 from convkit import jpeg, make_folder, read_back, run_cli
+from fastdata.converters import jpeg_check
 from fastdata.converters.jpeg_check import passthrough_size
 from fastdata.converters.normalize import EncodeOptions, prepare
 from fastdata.converters.parallel import ordered_map
@@ -139,3 +142,16 @@ def test_no_worker_starts_when_the_parent_takes_every_task():
         seen.append(task)
         assert pid == parent and multiprocessing.active_children() == []
     assert seen == list(range(30))
+
+
+def test_the_pixel_limit_is_pillows_without_importing_pillow():
+    """The structural check keeps Pillow's decompression-bomb verdict (MAX_IMAGE_PIXELS) without
+    importing Pillow: its default equals a fresh Pillow's, and a changed limit is followed."""
+    code = (
+        "import sys; from fastdata.converters import jpeg_check as j; "
+        "before = j.pixel_limit(), 'PIL.Image' in sys.modules; "
+        "from PIL import Image; fresh = Image.MAX_IMAGE_PIXELS; Image.MAX_IMAGE_PIXELS = 1234; "
+        "print(before, fresh == j.PILLOW_PIXEL_LIMIT, j.pixel_limit())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == f"({jpeg_check.PILLOW_PIXEL_LIMIT}, False) True 1234"

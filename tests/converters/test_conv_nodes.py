@@ -78,6 +78,22 @@ def test_converter_modules_import_no_cycle():
     assert "importlib.import_module" not in (CONVERTERS / "cli.py").read_text()
 
 
+def test_a_one_worker_pass_through_imports_neither_pillow_nor_a_process_pool(tmp_path):
+    """Pillow (~11 ms) is for images the structural check does not vouch for, and
+    multiprocessing with concurrent.futures (~20 ms) for a pool: a one-worker
+    pass-through of good JPEGs pays neither at start-up."""
+    make_folder(tmp_path / "src", {"a": 2, "b": 1})
+    code = (
+        "import sys; from fastdata.converters.cli import main; "
+        f"rc = main(['convert', {str(tmp_path / 'src')!r}, {str(tmp_path / 'o')!r}, '--format', 'recordio', "
+        "'--passthrough', '-q', '--workers', '1']); "
+        "print(rc, sorted(m for m in sys.modules if m.split('.')[0] in ('PIL', 'multiprocessing', 'concurrent')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0 []"
+
+
 def test_the_convert_path_imports_neither_torch_nor_remote_io(tmp_path):
     make_folder(tmp_path / "src", {"a": 2})
     code = (

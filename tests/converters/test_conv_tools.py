@@ -194,19 +194,19 @@ class _Terminal(io.StringIO):
 
 
 def test_verify_decode_uses_the_worker_pool_and_reports_the_same(shared_data, tmp_path, capsys, monkeypatch):
-    from fastdata.converters import parallel
+    import concurrent.futures  # the pool is imported from here when it starts
 
     ds = _dataset_with_broken_images(shared_data, tmp_path / "ds")
     code, serial, _ = run_cli(capsys, "verify", ds, "--decode", "--workers", "1")
     assert code == 1 and serial.count("image does not decode") == 17
     pools = []
 
-    class Spy(parallel.ProcessPoolExecutor):
+    class Spy(concurrent.futures.ProcessPoolExecutor):
         def __init__(self, workers, **kwargs):
             pools.append(workers)
             super().__init__(workers, **kwargs)
 
-    monkeypatch.setattr(parallel, "ProcessPoolExecutor", Spy)
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Spy)
     code, pooled, _ = run_cli(capsys, "verify", ds, "--decode", "--workers", "2")
     assert code == 1 and pooled == serial
     assert pools == [2]
