@@ -25,19 +25,16 @@ import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
 from fastdata.errors import FastDataError
 from fastdata.formats import registry
 
 from . import state
 from .normalize import EncodeOptions
+from .forkpool import WorkerDied
 from .parallel import worker_pool
 from .plan import Plan, ShardPlan
 from .work import ShardJob, init_worker, join_pieces, merge_records, write_shard_job
-
-if TYPE_CHECKING:
-    from concurrent.futures import Future
 
 #: Smallest piece a shard is cut into: below it, a task's start and its share of the join cost more than the balance buys.
 MIN_PIECE_BYTES = 4 << 20
@@ -145,31 +142,29 @@ def write_shards(
         return done
     if plan.options.restart_markers:  # imported once here rather than in every forked worker
         import fastdata.decode.native  # noqa: F401
-    from concurrent.futures import FIRST_COMPLETED, wait  # with the pool: a one-worker run never needs them
-    from concurrent.futures.process import BrokenProcessPool
-    futures: dict[Future, Task | _Joining] = {}
+    running: dict[int, Task | _Joining] = {}  # by the pool's token
     pieces: dict[str, list[dict | None]] = {}  # pieces written so far, by shard key, until the shard is joined
     try:
         position = {shard.key: n for n, shard in enumerate(shards)}
         with worker_pool(workers, init_worker, report=progress is not None, args=(shards,)) as pool:
             todo: Iterator[Task] = iter(tasks)
             while True:
-                # a few tasks per worker in flight: wait() costs O(futures), and a plan may hold 100,000 shards
-                for task in itertools.islice(todo, 2 * workers - len(futures)):
+                # a few tasks per worker queued: a plan may hold 100,000 shards
+                for task in itertools.islice(todo, 2 * workers - len(running)):
                     job = _job(out, plan, task, run, position[task.shard.key])
-                    futures[pool.submit(write_shard_job, job)] = task
-                if not futures:
+                    running[pool.submit(write_shard_job, job)] = task
+                if not running:
                     break
-                finished, _ = wait(futures, timeout=0.2 if progress else None, return_when=FIRST_COMPLETED)
+                finished = pool.completed(timeout=0.2 if progress else None)
                 if progress is not None:
                     for images, nbytes in pool.reports():
                         progress(images, nbytes)
-                for future in finished:
-                    task = futures.pop(future)
+                for token, outcome in finished:
+                    task = running.pop(token)
                     if isinstance(task, _Joining):
-                        done[task.shard.key] = _record(out, plan, task.shard, merge_records(task.records, future.result()))
+                        done[task.shard.key] = _record(out, plan, task.shard, merge_records(task.records, outcome.result()))
                         continue
-                    record = future.result()
+                    record = outcome.result()
                     if task.pieces == 1:
                         done[task.shard.key] = _record(out, plan, task.shard, record)
                         continue
@@ -178,14 +173,14 @@ def write_shards(
                     if all(r is not None for r in got):
                         # joined by a worker: at the end, the last shards' joins run side by side
                         join = _join_args(out, plan, task.shard, got, run.fsync)
-                        futures[pool.submit(join_pieces, *join)] = _Joining(task.shard, got)
+                        running[pool.submit(join_pieces, *join)] = _Joining(task.shard, got)
                         del pieces[task.shard.key]
     except BaseException as exc:
-        unfinished = {t.shard.key: t.shard for t in futures.values()}  # joins in flight included
+        unfinished = {t.shard.key: t.shard for t in running.values()}  # joins in flight included
         unfinished.update({s.key: s for s in shards if s.key in pieces})
         for shard in unfinished.values():  # what the killed workers left (a shard committed but not recorded is redone)
             state.clear_shard(out, plan, shard)
-        if not isinstance(exc, BrokenProcessPool):
+        if not isinstance(exc, WorkerDied):
             raise
         raise FastDataError(
             f"a worker process died while converting into {out} ({exc}); it may have run out of memory. "

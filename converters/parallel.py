@@ -12,6 +12,7 @@ them) and, on Linux, die with their parent (``PR_SET_PDEATHSIG``), so a
 from __future__ import annotations
 
 import collections
+import itertools
 import os
 import signal
 import sys
@@ -145,11 +146,13 @@ def ordered_map(
 
 
 class WorkerPool:
-    """A process pool whose workers ignore SIGINT and die with this process,
-    with an optional progress channel (:meth:`reports`). Leaving the ``with``
-    block by an exception (Ctrl-C included) kills the workers at once instead
-    of waiting for their tasks, which may each be a whole shard: whatever they
-    leave under partial names is discarded by ``--resume``."""
+    """A pool of spawned processes (``ProcessPoolExecutor``) with the interface
+    of :class:`.forkpool.ForkPool`: workers that ignore SIGINT and die with
+    this process, tasks named by tokens, an optional progress channel
+    (:meth:`reports`). Leaving the ``with`` block by an exception (Ctrl-C
+    included) kills the workers at once instead of waiting for their tasks,
+    which may each be a whole shard: whatever they leave under partial names
+    is discarded by ``--resume``."""
 
     def __init__(self, workers: int, init: Callable[..., None], *, report: bool = False, args: tuple = ()) -> None:
         import multiprocessing
@@ -160,9 +163,36 @@ class WorkerPool:
         self._executor = ProcessPoolExecutor(
             workers, mp_context=context, initializer=_worker_init, initargs=(init, (self._queue, *args))
         )
+        self._futures: dict[Future, int] = {}
+        self._tokens = itertools.count()
 
-    def submit(self, fn: Callable[..., R], *args: Any) -> Future:
-        return self._executor.submit(fn, *args)
+    def submit(self, fn: Callable[..., R], *args: Any) -> int:
+        """Queue ``fn(*args)``; returns its token."""
+        token = next(self._tokens)
+        self._futures[self._executor.submit(fn, *args)] = token
+        return token
+
+    def completed(self, timeout: float | None = None) -> list[tuple[int, Any]]:
+        """The tasks that finished, as ``(token, future)`` (``future.result()``
+        returns the value or raises), waiting up to ``timeout`` seconds for the first.
+
+        Raises:
+            WorkerDied: a worker process died.
+        """
+        from concurrent.futures import FIRST_COMPLETED, wait
+        from concurrent.futures.process import BrokenProcessPool
+
+        from .forkpool import WorkerDied
+
+        if not self._futures:
+            return []
+        finished, _ = wait(self._futures, timeout=timeout, return_when=FIRST_COMPLETED)
+        done = []
+        for future in finished:
+            if isinstance(future.exception(), BrokenProcessPool):
+                raise WorkerDied(str(future.exception())) from None
+            done.append((self._futures.pop(future), future))
+        return done
 
     def reports(self) -> Iterator[Any]:
         """What the workers put on the progress channel since the last call."""
@@ -187,8 +217,14 @@ class WorkerPool:
             self._queue.close()
 
 
-def worker_pool(workers: int, init: Callable[..., None], *, report: bool = False, args: tuple = ()) -> WorkerPool:
-    """:class:`WorkerPool` of ``workers`` processes that each run ``init(queue, *args)``
-    once (``queue``: the progress channel when ``report``, else None). Forked
-    workers inherit ``args`` as they are; spawned ones get a pickled copy each."""
+def worker_pool(workers: int, init: Callable[..., None], *, report: bool = False, args: tuple = ()):
+    """A pool of ``workers`` processes that each run ``init(channel, *args)`` once
+    (``channel``: the progress channel when ``report``, else None): a
+    :class:`.forkpool.ForkPool` while this process may fork (see
+    :func:`start_method`), else a :class:`WorkerPool` of spawned processes.
+    Forked workers inherit ``args`` as they are; spawned ones get a pickled copy each."""
+    if start_method() == "fork":
+        from .forkpool import ForkPool
+
+        return ForkPool(workers, init, report=report, args=args, worker_init=_worker_init)
     return WorkerPool(workers, init, report=report, args=args)
