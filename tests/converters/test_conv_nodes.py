@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from convkit import make_folder, run_cli, tree
 
 CONVERTERS = Path(__file__).resolve().parents[2] / "converters"
@@ -78,15 +79,17 @@ def test_converter_modules_import_no_cycle():
     assert "importlib.import_module" not in (CONVERTERS / "cli.py").read_text()
 
 
-def test_a_one_worker_pass_through_imports_neither_pillow_nor_a_process_pool(tmp_path):
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_pass_through_imports_neither_pillow_nor_multiprocessing(tmp_path, workers):
     """Pillow (~11 ms) is for images the structural check does not vouch for, and
-    multiprocessing with concurrent.futures (~20 ms) for a pool: a one-worker
-    pass-through of good JPEGs pays neither at start-up."""
+    multiprocessing with concurrent.futures (~20 ms) for spawned workers: a
+    pass-through of good JPEGs pays neither at start-up (forked workers come
+    from converters/forkpool.py)."""
     make_folder(tmp_path / "src", {"a": 2, "b": 1})
     code = (
         "import sys; from fastdata.converters.cli import main; "
         f"rc = main(['convert', {str(tmp_path / 'src')!r}, {str(tmp_path / 'o')!r}, '--format', 'recordio', "
-        "'--passthrough', '-q', '--workers', '1']); "
+        f"'--passthrough', '-q', '--workers', {workers!r}]); "
         "print(rc, sorted(m for m in sys.modules if m.split('.')[0] in ('PIL', 'multiprocessing', 'concurrent')))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
