@@ -1,7 +1,9 @@
-"""Worker processes: a pool that writes shards (:func:`worker_pool`) and an
-order-preserving parallel map with a bounded window (:func:`ordered_map`).
+"""Worker processes: a pool that writes shards (:func:`worker_pool`: forked
+by :mod:`.forkpool`, or spawned by ``ProcessPoolExecutor`` while another
+thread runs) and an order-preserving parallel map with a bounded window
+(:func:`ordered_map`, used by ``verify --decode``).
 
-Results come back in submission order whatever the worker count, which is
+The map's results come back in submission order whatever the worker count, which is
 what makes the converter's output independent of ``--workers``. At most
 ``window`` tasks are in flight, so fast workers cannot pile images up in the
 parent's memory. Workers ignore SIGINT (the parent handles Ctrl-C and stops
@@ -145,7 +147,7 @@ def ordered_map(
             executor.shutdown(wait=True, cancel_futures=True)
 
 
-class WorkerPool:
+class SpawnPool:
     """A pool of spawned processes (``ProcessPoolExecutor``) with the interface
     of :class:`.forkpool.ForkPool`: workers that ignore SIGINT and die with
     this process, tasks named by tokens, an optional progress channel
@@ -200,7 +202,7 @@ class WorkerPool:
         while queue is not None and not queue.empty():
             yield queue.get()
 
-    def __enter__(self) -> WorkerPool:
+    def __enter__(self) -> SpawnPool:
         return self
 
     def __exit__(self, kind: object, *exc: object) -> None:
@@ -221,10 +223,10 @@ def worker_pool(workers: int, init: Callable[..., None], *, report: bool = False
     """A pool of ``workers`` processes that each run ``init(channel, *args)`` once
     (``channel``: the progress channel when ``report``, else None): a
     :class:`.forkpool.ForkPool` while this process may fork (see
-    :func:`start_method`), else a :class:`WorkerPool` of spawned processes.
+    :func:`start_method`), else a :class:`SpawnPool`.
     Forked workers inherit ``args`` as they are; spawned ones get a pickled copy each."""
     if start_method() == "fork":
         from .forkpool import ForkPool
 
         return ForkPool(workers, init, report=report, args=args, worker_init=_worker_init)
-    return WorkerPool(workers, init, report=report, args=args)
+    return SpawnPool(workers, init, report=report, args=args)
