@@ -169,7 +169,7 @@ def _add_convert(sub) -> None:
     g.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary")
     # Test-only: sleep this long per image so a test can kill a run mid-way (see pack.RunOptions).
     g.add_argument("--test-delay", type=float, default=0.0, help=argparse.SUPPRESS)
-    # Test-only: cut shards into pieces this small (see pack.plan_tasks), so tiny test data exercises the joins.
+    # Test-only: cut shards into pieces this small (see converters/tail.py), so tiny test data exercises the joins.
     g.add_argument("--test-min-piece", type=int, default=None, help=argparse.SUPPRESS)
     p.set_defaults(handler=_run_convert)
 

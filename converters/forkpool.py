@@ -26,6 +26,7 @@ import pickle
 import select
 import signal
 import struct
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -41,12 +42,13 @@ class WorkerDied(FastDataError):
 
 
 class Outcome:
-    """What a task came to: :meth:`result` returns its value or raises its error."""
+    """What a task came to: :meth:`result` returns its value or raises its error;
+    ``seconds`` is how long it ran (from when a worker got it)."""
 
-    __slots__ = ("value", "error")
+    __slots__ = ("value", "error", "seconds")
 
-    def __init__(self, value: Any = None, error: BaseException | None = None) -> None:
-        self.value, self.error = value, error
+    def __init__(self, value: Any = None, error: BaseException | None = None, seconds: float = 0.0) -> None:
+        self.value, self.error, self.seconds = value, error, seconds
 
     def result(self) -> Any:
         if self.error is not None:
@@ -131,6 +133,7 @@ class ForkPool:
         self._idle: collections.deque[_Worker] = collections.deque()
         self._queue: collections.deque[tuple[int, Callable[..., Any], tuple]] = collections.deque()
         self._reports: list[Any] = []
+        self._started: dict[int, float] = {}  # tokens being run: when a worker got them (time.monotonic)
         self._next = 0
         start = worker_init or (lambda fn, fn_args: fn(*fn_args))
         # objects that exist now are never collected in a worker: its collector would otherwise
@@ -182,11 +185,20 @@ class ForkPool:
         self._dispatch()
         return token
 
+    def idle(self) -> int:
+        """Workers with nothing to do (none while tasks wait in the queue)."""
+        return 0 if self._queue else len(self._idle)
+
+    def started(self, token: int) -> float | None:
+        """When a worker got the task (``time.monotonic``); None while it waits or once it is done."""
+        return self._started.get(token)
+
     def _dispatch(self) -> None:
         while self._idle and self._queue:
             worker = self._idle.popleft()
             token, fn, args = self._queue.popleft()
             worker.token = token
+            self._started[token] = time.monotonic()
             try:
                 _send(worker.tasks, (token, fn, args))
             except BrokenPipeError:
@@ -214,7 +226,8 @@ class ForkPool:
                     continue
                 worker.token = None
                 self._idle.append(worker)
-                done.append((token, Outcome(value) if kind == _OK else Outcome(error=value)))
+                seconds = time.monotonic() - self._started.pop(token)
+                done.append((token, Outcome(value, seconds=seconds) if kind == _OK else Outcome(error=value, seconds=seconds)))
         self._dispatch()
         return done
 

@@ -9,12 +9,10 @@ per shard, not per image, so it never limits how many workers stay busy.
 A shard's bytes depend only on the plan, so the output is the same for any
 ``--workers``.
 
-Whole shards alone leave workers idle at the end (7 shards on 2 workers: one
-writes 4 while the other waits; on 16 cores, 9 of 16 wait all along). So
-where the work left is less than a shard per worker, a shard of a format that
-can ``join`` (records independent of their position: RecordIO, TFRecord) is
-cut into pieces of about the work each worker has left (:func:`plan_tasks`);
-the pieces are written apart, under ``OUT/.fastdata-state/pieces/``, and a
+Once the work left is less than a shard per worker, a shard of a format
+that can ``join`` (records independent of their position: RecordIO,
+TFRecord) is cut into pieces as workers come free (:mod:`.tail`); the
+pieces are written apart, under ``OUT/.fastdata-state/pieces/``, and a
 worker joins them (an in-kernel append, no re-read) into exactly the bytes
 one writer would have written, while the others go on.
 """
@@ -22,9 +20,8 @@ one writer would have written, while the others go on.
 from __future__ import annotations
 
 import dataclasses
-import itertools
-import math
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable
 
 from fastdata.errors import FastDataError
 from fastdata.formats import registry
@@ -34,11 +31,8 @@ from .normalize import EncodeOptions
 from .forkpool import WorkerDied
 from .parallel import worker_pool
 from .plan import Plan, ShardPlan
+from .tail import MIN_PIECE_BYTES, Tail, Task, tail_start
 from .work import ShardJob, init_worker, join_pieces, merge_records, write_shard_job
-
-#: Smallest piece a shard is cut into: below it, a task's start and its share of the join cost more than the balance buys.
-MIN_PIECE_BYTES = 4 << 20
-
 
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
@@ -55,7 +49,7 @@ class RunOptions:
             before the manifest (``--fsync``); otherwise ``--resume`` checks
             each done shard's digests instead (see :mod:`.state`).
         min_piece_bytes: the smallest piece a shard is cut into for balance
-            (see :func:`plan_tasks`; hidden option ``--test-min-piece`` lets
+            (see :mod:`.tail`; hidden option ``--test-min-piece`` lets
             tests cut tiny shards).
     """
 
@@ -65,52 +59,6 @@ class RunOptions:
     verify_decode: bool = False
     fsync: bool = False
     min_piece_bytes: int = MIN_PIECE_BYTES
-
-
-@dataclasses.dataclass(frozen=True)
-class Task:
-    """Items ``start:stop`` of ``shard``: piece ``piece`` of ``pieces`` (1: the whole shard)."""
-
-    shard: ShardPlan
-    start: int
-    stop: int
-    piece: int = 0
-    pieces: int = 1
-
-
-def plan_tasks(shards: list[ShardPlan], workers: int, joinable: bool, min_piece_bytes: int = MIN_PIECE_BYTES) -> list[Task]:
-    """The tasks that write ``shards``, in order: whole shards while there is
-    more than a shard's worth of work per worker left, then each shard cut
-    into pieces of about the work each worker has left (never below
-    ``min_piece_bytes``, never more than ``workers`` pieces), so that the
-    workers finish together. ``joinable`` False (or one worker): whole shards only."""
-    sizes = [sum(item.size for item in shard.items) for shard in shards]
-    left = sum(sizes)
-    tasks: list[Task] = []
-    for shard, size in zip(shards, sizes):
-        share = left / max(workers, 1)
-        left -= size
-        count = 1
-        if joinable and workers > 1 and size > share and len(shard.items) > 1:
-            count = min(workers, len(shard.items), math.ceil(size / max(share, 1)), max(1, size // max(min_piece_bytes, 1)))
-        bounds = _cut([item.size for item in shard.items], count)
-        tasks += [Task(shard, a, b, k, len(bounds)) for k, (a, b) in enumerate(bounds)]
-    return tasks
-
-
-def _cut(sizes: list[int], count: int) -> list[tuple[int, int]]:
-    """``count`` consecutive, non-empty ranges of ``sizes`` with about equal sums."""
-    if count <= 1:
-        return [(0, len(sizes))]
-    total, bounds, start, acc = sum(sizes), [], 0, 0
-    for i, size in enumerate(sizes):
-        acc += size
-        k = len(bounds) + 1
-        if k < count and acc * count >= total * k and len(sizes) - (i + 1) >= count - k:
-            bounds.append((start, i + 1))
-            start = i + 1
-    bounds.append((start, len(sizes)))
-    return bounds
 
 
 def write_shards(
@@ -133,26 +81,42 @@ def write_shards(
     if not shards:
         return {}
     workers = min(run.workers, sum(len(s.items) for s in shards))
-    tasks = plan_tasks(shards, workers, registry.get(plan.options.format).join is not None, run.min_piece_bytes)
-    workers = min(workers, len(tasks))  # LMDB's whole shards: no process without a task
+    joinable = registry.get(plan.options.format).join is not None
+    cut = tail_start(shards, workers, joinable)
+    if not joinable:  # LMDB's whole shards: no process without a task
+        workers = min(workers, len(shards))
+    whole = [Task(shard, 0, len(shard.items)) for shard in shards[:cut]]
+    tail = Tail(shards[cut:], run.min_piece_bytes)
     done: dict[str, dict] = {}
     if workers <= 1:
-        for task in tasks:
+        for task in whole:
             done[task.shard.key] = _record(out, plan, task.shard, write_shard_job(_job(out, plan, task, run), progress))
         return done
     if plan.options.restart_markers:  # imported once here rather than in every forked worker
         import fastdata.decode.native  # noqa: F401
     running: dict[int, Task | _Joining] = {}  # by the pool's token
-    pieces: dict[str, list[dict | None]] = {}  # pieces written so far, by shard key, until the shard is joined
+    pieces: dict[str, dict[int, dict]] = {}  # records of the pieces written so far, by shard key, until it is joined
+    count: dict[str, int] = {}  # how many pieces a shard has, once its last is handed out
+    speed = _Speed()
     try:
         position = {shard.key: n for n, shard in enumerate(shards)}
         with worker_pool(workers, init_worker, report=progress is not None, args=(shards,)) as pool:
-            todo: Iterator[Task] = iter(tasks)
+            def submit(task: Task) -> None:
+                job = _job(out, plan, task, run, position[task.shard.key])
+                running[pool.submit(write_shard_job, job)] = task
+                if task.pieces > 1:
+                    count[task.shard.key] = task.pieces
+
+            queued = 0
             while True:
-                # a few tasks per worker queued: a plan may hold 100,000 shards
-                for task in itertools.islice(todo, 2 * workers - len(running)):
-                    job = _job(out, plan, task, run, position[task.shard.key])
-                    running[pool.submit(write_shard_job, job)] = task
+                # whole shards: a few per worker queued (a plan may hold 100,000 shards)
+                while queued < len(whole) and len(running) < 2 * workers:
+                    submit(whole[queued])
+                    queued += 1
+                # the tail: cut when a worker is free for it, from what the others still have to do
+                while queued == len(whole) and tail and pool.idle():
+                    loads = [speed.left(t, pool.started(k)) for k, t in running.items() if isinstance(t, Task)]
+                    submit(tail.next_for(loads, pool.idle()))
                 if not running:
                     break
                 finished = pool.completed(timeout=0.2 if progress else None)
@@ -165,15 +129,17 @@ def write_shards(
                         done[task.shard.key] = _record(out, plan, task.shard, merge_records(task.records, outcome.result()))
                         continue
                     record = outcome.result()
+                    speed.add(task.size, outcome.seconds)
                     if task.pieces == 1:
                         done[task.shard.key] = _record(out, plan, task.shard, record)
                         continue
-                    got = pieces.setdefault(task.shard.key, [None] * task.pieces)
+                    got = pieces.setdefault(task.shard.key, {})
                     got[task.piece] = record
-                    if all(r is not None for r in got):
+                    if len(got) == count.get(task.shard.key):
                         # joined by a worker: at the end, the last shards' joins run side by side
-                        join = _join_args(out, plan, task.shard, got, run.fsync)
-                        running[pool.submit(join_pieces, *join)] = _Joining(task.shard, got)
+                        records = [got[k] for k in range(len(got))]
+                        join = _join_args(out, plan, task.shard, records, run.fsync)
+                        running[pool.submit(join_pieces, *join)] = _Joining(task.shard, records)
                         del pieces[task.shard.key]
     except BaseException as exc:
         unfinished = {t.shard.key: t.shard for t in running.values()}  # joins in flight included
@@ -206,6 +172,25 @@ def _job(out: str, plan: Plan, task: Task, run: RunOptions, position: int | None
         items, ids, ref = None, None, (position, task.start, task.stop)
     return ShardJob(str(directory / shard.file), o.format, items, ids, plan.classes, encode, run.on_error,
                     run.test_delay, run.fsync, ref)
+
+
+class _Speed:
+    """Source bytes a worker writes per second, from this run's finished tasks."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.seconds = 0.0
+
+    def add(self, nbytes: int, seconds: float) -> None:
+        self.bytes += nbytes
+        self.seconds += seconds
+
+    def left(self, task: Task, started: float | None) -> float:
+        """The bytes ``task`` still has to write, from how long it has run
+        (all of them until a task has finished, or while it waits)."""
+        if started is None or not self.seconds:
+            return float(task.size)
+        return max(0.0, task.size - (time.monotonic() - started) * self.bytes / self.seconds)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -165,18 +166,28 @@ class SpawnPool:
         self._executor = ProcessPoolExecutor(
             workers, mp_context=context, initializer=_worker_init, initargs=(init, (self._queue, *args))
         )
+        self._workers = workers
         self._futures: dict[Future, int] = {}
+        self._submitted: dict[int, float] = {}  # no word of when a worker takes a task: the submit time stands in
         self._tokens = itertools.count()
 
     def submit(self, fn: Callable[..., R], *args: Any) -> int:
         """Queue ``fn(*args)``; returns its token."""
         token = next(self._tokens)
         self._futures[self._executor.submit(fn, *args)] = token
+        self._submitted[token] = time.monotonic()
         return token
 
+    def idle(self) -> int:
+        """Workers without a task (as far as this process can tell)."""
+        return max(0, self._workers - len(self._futures))
+
+    def started(self, token: int) -> float | None:
+        return self._submitted.get(token)
+
     def completed(self, timeout: float | None = None) -> list[tuple[int, Any]]:
-        """The tasks that finished, as ``(token, future)`` (``future.result()``
-        returns the value or raises), waiting up to ``timeout`` seconds for the first.
+        """The tasks that finished, as ``(token, outcome)`` (a :class:`.forkpool.Outcome`),
+        waiting up to ``timeout`` seconds for the first.
 
         Raises:
             WorkerDied: a worker process died.
@@ -184,16 +195,19 @@ class SpawnPool:
         from concurrent.futures import FIRST_COMPLETED, wait
         from concurrent.futures.process import BrokenProcessPool
 
-        from .forkpool import WorkerDied
+        from .forkpool import Outcome, WorkerDied
 
         if not self._futures:
             return []
         finished, _ = wait(self._futures, timeout=timeout, return_when=FIRST_COMPLETED)
         done = []
         for future in finished:
-            if isinstance(future.exception(), BrokenProcessPool):
-                raise WorkerDied(str(future.exception())) from None
-            done.append((self._futures.pop(future), future))
+            error = future.exception()
+            if isinstance(error, BrokenProcessPool):
+                raise WorkerDied(str(error)) from None
+            token = self._futures.pop(future)
+            seconds = time.monotonic() - self._submitted.pop(token)
+            done.append((token, Outcome(error=error, seconds=seconds) if error else Outcome(future.result(), seconds=seconds)))
         return done
 
     def reports(self) -> Iterator[Any]:

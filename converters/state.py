@@ -150,7 +150,7 @@ def shard_files(directory: Path, file: str) -> list[Path]:
 
 
 def pieces_of(out: str | os.PathLike[str], shard: ShardPlan) -> Path:
-    """The folder of the pieces of a shard cut into pieces (see ``pack.plan_tasks``)."""
+    """The folder of the pieces of a shard cut into pieces (see :mod:`.tail`)."""
     return Path(out) / STATE_DIR / "pieces" / shard.key
 
 

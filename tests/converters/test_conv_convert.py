@@ -91,17 +91,18 @@ def test_output_is_identical_for_any_worker_count(shared_data, tmp_path, capsys,
 def test_shards_cut_into_pieces_join_to_the_same_bytes(shared_data, tmp_path, capsys, monkeypatch, fmt):
     """Three workers, two shards: the formats that can join cut shards into pieces (pieces of any
     size: --test-min-piece 1), some with every image skipped, and the output stays the same."""
-    from fastdata.converters import pack
+    from fastdata.converters import tail
 
     cut: list[tuple[str, int, int]] = []
-    real = pack.plan_tasks
+    real = tail.Tail.take
 
-    def spy(*args, **kwargs):
-        tasks = real(*args, **kwargs)
-        cut.extend((t.shard.key, t.piece, t.pieces) for t in tasks if t.pieces > 1)
-        return tasks
+    def spy(self, want):
+        task = real(self, want)
+        if task.pieces != 1:
+            cut.append((task.shard.key, task.piece, task.pieces))
+        return task
 
-    monkeypatch.setattr(pack, "plan_tasks", spy)
+    monkeypatch.setattr(tail.Tail, "take", spy)
     src = tmp_path / "src"
     shutil.copytree(shared_data / "photos" / "edgecases", src)
     for n in range(6):  # a run of unreadable files: a piece of them is all skipped
@@ -116,27 +117,88 @@ def test_shards_cut_into_pieces_join_to_the_same_bytes(shared_data, tmp_path, ca
     assert not (tmp_path / "w3" / ".fastdata-state").exists()
 
 
-def test_plan_tasks_cut_only_the_tail():
-    from fastdata.converters.pack import plan_tasks
+def _shards_of(counts, size=1 << 20):
     from fastdata.converters.plan import ShardPlan
     from fastdata.converters.scan import SourceItem
 
-    mib = 1 << 20
-    shards = [
-        ShardPlan("", g, f"shard-{g:05d}.rec", [SourceItem(f"/x/{g}/{i}", f"{g}/{i}", 0, mib) for i in range(n)],
+    return [
+        ShardPlan("", g, f"shard-{g:05d}.rec", [SourceItem(f"/x/{g}/{i}", f"{g}/{i}", 0, size) for i in range(n)],
                   list(range(n)))
-        for g, n in enumerate([64, 64, 64, 64, 64, 64, 31])
+        for g, n in enumerate(counts)
     ]
-    assert [(t.shard.index, t.pieces) for t in plan_tasks(shards, 1, True)] == [(g, 1) for g in range(7)]
-    assert [(t.shard.index, t.pieces) for t in plan_tasks(shards, 2, False)] == [(g, 1) for g in range(7)]
-    two = plan_tasks(shards, 2, True)
-    assert [(t.shard.index, t.pieces) for t in two if t.pieces > 1] == [(5, 2), (5, 2), (6, 2), (6, 2)]
-    sixteen = plan_tasks(shards, 16, True)
-    assert len(sixteen) >= 16 and all(t.pieces <= 16 for t in sixteen)
-    for tasks in (two, sixteen):  # every item once, in order, pieces never below 4 MiB (the default)
+
+
+def _simulate(shards, workers, slower=None):
+    """Tasks as write_shards hands them out to workers that write a byte a second, but
+    for the whole shards in ``slower`` (index -> how many times longer they take, which no
+    plan made ahead can know): returns the tasks, who ran each, and when each worker is done."""
+    from fastdata.converters.tail import Tail, Task, tail_start
+
+    cut = tail_start(shards, workers, True)
+    free = [0.0] * workers
+    tasks, who = [], []
+
+    def run(task, factor=1.0):
+        w = min(range(workers), key=lambda k: (free[k], k))  # the first free worker takes it
+        tasks.append(task)
+        who.append(w)
+        free[w] += task.size * factor
+
+    for g, shard in enumerate(shards[:cut]):
+        run(Task(shard, 0, len(shard.items)), (slower or {}).get(g, 1.0))
+    tail = Tail(shards[cut:])
+    while tail:
+        now = min(free)
+        loads = [f - now for f in free if f > now]  # what the others still have to write
+        run(tail.next_for(loads, workers - len(loads)))
+    return tasks, who, free
+
+
+def test_the_tail_is_cut_where_workers_come_free():
+    from fastdata.converters.tail import tail_start
+
+    mib = 1 << 20
+    shards = _shards_of([64, 64, 64, 64, 64, 64, 31])
+    assert tail_start(shards, 1, True) == tail_start(shards, 2, False) == 7  # whole shards only
+    assert tail_start(shards, 2, True) == 5 and tail_start(shards, 16, True) == 0
+    tasks, _, free = _simulate(shards, 2)
+    # five whole shards leave one worker a shard behind: the other takes shard 5, then both share shard 6
+    assert [(t.shard.index, t.start, t.stop, t.piece, t.pieces) for t in tasks[5:]] == [
+        (5, 0, 64, 0, 1), (6, 0, 15, 0, 0), (6, 15, 31, 1, 2)]
+    assert max(free) - min(free) <= 1 * mib
+    for workers in (2, 16):  # every item once, in order; pieces numbered, the last says how many
+        tasks, _, free = _simulate(shards, workers)
         assert [(t.shard.index, i) for t in tasks for i in range(t.start, t.stop)] == [
             (s.index, i) for s in shards for i in range(len(s.items))]
-        assert all(t.stop - t.start >= 4 for t in tasks if t.pieces > 1)
+        for t in tasks:
+            assert t.pieces == (t.piece + 1 if t.stop == len(t.shard.items) else 0)
+            assert t.pieces == 1 or t.stop - t.start >= 4  # no piece below 4 MiB (the default)
+        assert sum(t.piece > 0 for t in tasks) <= workers - 1  # a cut where a worker's share ends
+
+
+@pytest.mark.parametrize("workers", [2, 3, 5, 8, 16, 64])
+@pytest.mark.parametrize("counts", [[64] * 7 + [31], [10, 200, 3, 50, 50, 1, 120], [30] * 40, [500]])
+def test_the_tail_leaves_the_workers_level(workers, counts):
+    """Whatever the shard sizes, the last worker finishes within two of the smallest
+    pieces and an item of the ideal, with about a cut per worker (where its share ends)."""
+    mib = 1 << 20
+    tasks, _, free = _simulate(_shards_of(counts), workers)
+    assert sum(t.piece > 0 for t in tasks) <= workers + 1
+    assert max(free) <= sum(counts) * mib / workers + (2 * 4 + 1) * mib
+
+
+@pytest.mark.parametrize("slower", [{3: 1.3}, {4: 1.3}, {2: 0.7, 3: 1.2}])
+def test_a_shard_that_runs_long_does_not_leave_one_worker_both_pieces(slower):
+    """The cut is made when a worker comes free, so a whole shard that took longer than its bytes
+    say (a busy machine) does not leave one worker writing both pieces of a shard in turn, which a
+    plan made ahead did when the order in which workers came free turned round."""
+    shards = _shards_of([590, 592, 611, 602, 615, 592, 301], size=111_000)
+    tasks, who, free = _simulate(shards, 2, slower)
+    by_shard = {}
+    for task, worker in zip(tasks, who):
+        by_shard.setdefault(task.shard.index, []).append(worker)
+    assert all(len(set(ws)) == len(ws) for ws in by_shard.values())
+    assert max(free) - min(free) <= 4 << 20
 
 
 def test_val_split_is_disjoint_and_complete(shared_data, tmp_path, capsys):
