@@ -14,7 +14,8 @@ package, and what not importing the package saves a converter's start-up.
 * ``worker``: what a forked worker pays to ask for PR_SET_PDEATHSIG, timed
   in fresh forks of this process (which has imported neither ctypes nor the
   package when they are taken): ``import ctypes`` + ``CDLL(None).prctl``
-  against ``_speedups.set_parent_death_signal``.
+  against ``_speedups.set_parent_death_signal``, beside a fork that runs
+  nothing (page faults of a fresh fork land in whatever runs first).
 
 Prints a table and writes JSON (with the machine) to ``--out``.
 """
@@ -103,6 +104,7 @@ def _in_fork(code: str) -> float:
 
 
 WORKER = {
+    "nothing (a fresh fork's own cost)": "pass",
     "ctypes prctl": "import ctypes\nctypes.CDLL(None, use_errno=True).prctl(1, 9)",
     "_speedups.set_parent_death_signal": "from fastdata.formats._speedups import set_parent_death_signal\n"
                                          "set_parent_death_signal(9)",
@@ -112,7 +114,7 @@ WORKER = {
 def worker(rounds: int) -> dict:
     if "ctypes" in sys.modules:
         return {"skipped": "ctypes is already imported in this process, so a fork would not pay for it"}
-    import fastdata.formats  # noqa: F401 -- a converter worker has it already
+    import fastdata.formats.speedups  # noqa: F401 -- loads _speedups, as a converter has before it forks
 
     times: dict[str, list[float]] = {label: [] for label in WORKER}
     for _ in range(rounds):
