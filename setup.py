@@ -101,8 +101,8 @@ setup(
         ),
         Extension(
             "fastdata.formats._speedups",
-            sources=[f"{SPEEDUPS}/speedups.c", f"{SPEEDUPS}/jpeg_check.c"],
-            depends=[f"{SPEEDUPS}/jpeg_check.h"],
+            sources=[f"{SPEEDUPS}/speedups.c", f"{SPEEDUPS}/jpeg_check.c", f"{SPEEDUPS}/crc32c_hw.c"],
+            depends=[f"{SPEEDUPS}/jpeg_check.h", f"{SPEEDUPS}/crc32c_hw.h"],
             extra_compile_args=["-O3"] if os.name != "nt" else [],
         ),
     ],

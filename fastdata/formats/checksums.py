@@ -30,10 +30,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from crc32c import crc32c
-
 from ..errors import FormatError
 from . import speedups as _speedups
+from .crc import crc32c
 
 if TYPE_CHECKING:  # numpy is not imported at run time: a small conversion does not pay its import
     import numpy as np

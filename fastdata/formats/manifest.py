@@ -259,7 +259,7 @@ _FIX = "restore it from a copy of the dataset or re-run the conversion"
 
 def _checksum(doc: dict[str, Any]) -> str:
     """CRC32C of ``doc`` as compact JSON with sorted keys: independent of layout."""
-    from crc32c import crc32c
+    from .crc import crc32c
 
     canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return f"crc32c:{crc32c(canonical.encode('ascii')):08x}"

@@ -9,6 +9,7 @@ and ``fastdata bench`` prints it, so a slow path is never silent.
 
 Callers read :data:`native` at each call (None means the portable path);
 :func:`using` switches it, for tests and benchmarks that compare the two.
+CRC-32C itself is chosen once at import, by :mod:`.crc`.
 """
 
 from __future__ import annotations
@@ -39,12 +40,17 @@ def available() -> bool:
 
 
 def status() -> str:
-    """One line: which path writes records, and how to get the compiled one if it is missing."""
+    """One line: which path writes records (and which code computes CRC-32C),
+    and how to get the compiled one if it is missing."""
+    from . import crc  # not at the top: crc imports this module
+
     if native is not None:
-        return f"compiled ({NAME})"
-    if _compiled is not None:
-        return "portable Python path (switched off with fastdata.formats.speedups.using(False))"
-    return f"portable Python path, more CPU per record: {_why}; {FIX}"
+        path = f"compiled ({NAME})"
+    elif _compiled is not None:
+        path = "portable Python path (switched off with fastdata.formats.speedups.using(False))"
+    else:
+        path = f"portable Python path, more CPU per record: {_why}; {FIX}"
+    return f"{path}; CRC32C: {crc.describe()}"
 
 
 @contextlib.contextmanager

@@ -3,15 +3,22 @@
  *
  * No external library, so it builds wherever a C compiler does. Every
  * function has a Python twin (fastdata/formats/recordio/framing.py,
- * fastdata/formats/checksums.py) that tests compare it against, and
- * fastdata/formats/speedups.py chooses between them. */
+ * fastdata/formats/checksums.py; for crc32c, the crc32c package) that tests
+ * compare it against, and fastdata/formats/speedups.py and crc.py choose
+ * between them. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <stdint.h>
 #include <string.h>
 
+#include "crc32c_hw.h"
 #include "jpeg_check.h"
+
+#ifdef __linux__
+#include <errno.h>
+#include <sys/prctl.h>
+#endif
 
 /* -- magic_cuts ---------------------------------------------------------- */
 
@@ -80,43 +87,8 @@ done:
 
 /* -- crc32c_combine ------------------------------------------------------ */
 
-/* zlib's crc32_combine (Mark Adler's method, zlib 1.2.12 and later) with the
- * Castagnoli polynomial: the CRC of A+B from crc(A), crc(B) and len(B), by
- * multiplying crc(A) by x^(8 len(B)) modulo the polynomial. CRCs are
- * bit-reflected, so x^0 is the top bit. */
-#define POLY 0x82F63B78u /* Castagnoli, reflected */
-
-static uint32_t x2n[32]; /* x^(2^n) mod POLY */
-
-static uint32_t multmodp(uint32_t a, uint32_t b) {
-    uint32_t m = 1u << 31, p = 0;
-    for (;;) {
-        if (a & m) {
-            p ^= b;
-            if ((a & (m - 1)) == 0) break;
-        }
-        m >>= 1;
-        b = b & 1 ? (b >> 1) ^ POLY : b >> 1;
-    }
-    return p;
-}
-
-static void init_x2n(void) {
-    uint32_t p = 1u << 30; /* x^1 */
-    x2n[0] = p;
-    for (int n = 1; n < 32; n++) x2n[n] = p = multmodp(p, p);
-}
-
-/* x^(n 2^k) mod POLY */
-static uint32_t x2nmodp(unsigned long long n, unsigned k) {
-    uint32_t p = 1u << 31; /* x^0 */
-    while (n) {
-        if (n & 1) p = multmodp(x2n[k & 31], p);
-        n >>= 1;
-        k++;
-    }
-    return p;
-}
+/* The CRC of A+B from crc(A), crc(B) and len(B): crc(A) times x^(8 len(B))
+ * modulo the polynomial (zlib's crc32_combine method, in crc32c_hw.c). */
 
 static int crc_arg(PyObject *obj, const char *name, uint32_t *out) {
     unsigned long long v = PyLong_AsUnsignedLongLong(obj);
@@ -155,8 +127,84 @@ static PyObject *crc32c_combine(PyObject *self, PyObject *const *args, Py_ssize_
         }
         return NULL;
     }
-    return PyLong_FromUnsignedLong(multmodp(x2nmodp(len2, 3), crc1) ^ crc2);
+    return PyLong_FromUnsignedLong(fd_crc32c_multmodp(fd_crc32c_x2nmodp(len2, 3), crc1) ^ crc2);
 }
+
+/* -- crc32c -------------------------------------------------------------- */
+
+/* Below this the GIL costs more to drop and retake than the CRC takes; the
+ * crc32c package draws the line at the same 32 KiB. */
+#define RELEASE_GIL_FROM (32 * 1024)
+
+PyDoc_STRVAR(crc32c_doc,
+"crc32c(data, value=0, /)\n--\n\n"
+"The CRC-32C of data (any C-contiguous buffer) continuing from value, with\n"
+"the CPU's CRC instruction: crc32c(b, crc32c(a)) == crc32c(a + b), and the\n"
+"same answer as the crc32c package's crc32c(data, value). Only present where\n"
+"the CPU has the instruction (crc32c_hardware names it).");
+
+static PyObject *crc32c(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Py_buffer view;
+    uint32_t value = 0;
+    (void)self;
+    if (nargs < 1 || nargs > 2) {
+        PyErr_Format(PyExc_TypeError, "crc32c() takes 1 or 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (nargs == 2) {
+        /* Taken modulo 2**32 without complaint, as the package's "I" format does. */
+        unsigned long v = PyLong_AsUnsignedLongMask(args[1]);
+        if (v == (unsigned long)-1 && PyErr_Occurred()) return NULL;
+        value = (uint32_t)v;
+    }
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (view.len >= RELEASE_GIL_FROM) {
+        Py_BEGIN_ALLOW_THREADS
+        value = fd_crc32c_hw(value, (const unsigned char *)view.buf, (size_t)view.len);
+        Py_END_ALLOW_THREADS
+    } else {
+        value = fd_crc32c_hw(value, (const unsigned char *)view.buf, (size_t)view.len);
+    }
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(value);
+}
+
+/* Exported only where the CPU has a CRC instruction: elsewhere the Python
+ * side uses the crc32c package, not a slow C table loop under a fast name. */
+static PyMethodDef hardware_crc_methods[] = {
+    {"crc32c", (PyCFunction)(void (*)(void))crc32c, METH_FASTCALL, crc32c_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+/* -- parent death signal ------------------------------------------------- */
+
+#ifdef __linux__
+/* A forked converter worker asks for this so that it dies with its parent;
+ * done here because importing ctypes for one call costs each worker ~9 ms. */
+PyDoc_STRVAR(set_parent_death_signal_doc,
+"set_parent_death_signal(sig, /)\n--\n\n"
+"prctl(PR_SET_PDEATHSIG, sig): this process gets signal sig when its parent\n"
+"thread exits (0 clears it). Linux only. Raises OSError on failure.");
+
+static PyObject *set_parent_death_signal(PyObject *self, PyObject *arg) {
+    (void)self;
+    long sig = PyLong_AsLong(arg);
+    if (sig == -1 && PyErr_Occurred()) return NULL;
+    if (prctl(PR_SET_PDEATHSIG, (unsigned long)sig, 0UL, 0UL, 0UL) != 0) return PyErr_SetFromErrno(PyExc_OSError);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(parent_death_signal_doc,
+"parent_death_signal()\n--\n\n"
+"prctl(PR_GET_PDEATHSIG): the signal set_parent_death_signal asked for, or 0.");
+
+static PyObject *parent_death_signal(PyObject *self, PyObject *unused) {
+    int sig = 0;
+    (void)self, (void)unused;
+    if (prctl(PR_GET_PDEATHSIG, (unsigned long)&sig, 0UL, 0UL, 0UL) != 0) return PyErr_SetFromErrno(PyExc_OSError);
+    return PyLong_FromLong(sig);
+}
+#endif
 
 /* -- jpeg_passthrough_size ----------------------------------------------- */
 
@@ -199,6 +247,10 @@ static PyMethodDef methods[] = {
     {"crc32c_combine", (PyCFunction)(void (*)(void))crc32c_combine, METH_FASTCALL, crc32c_combine_doc},
     {"jpeg_passthrough_size", (PyCFunction)(void (*)(void))jpeg_passthrough_size, METH_FASTCALL,
      jpeg_passthrough_size_doc},
+#ifdef __linux__
+    {"set_parent_death_signal", set_parent_death_signal, METH_O, set_parent_death_signal_doc},
+    {"parent_death_signal", parent_death_signal, METH_NOARGS, parent_death_signal_doc},
+#endif
     {NULL, NULL, 0, NULL},
 };
 
@@ -209,6 +261,18 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__speedups(void) {
-    init_x2n();
-    return PyModule_Create(&module);
+    const char *hardware = fd_crc32c_init();
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    /* crc32c_hardware: the instruction set crc32c uses, or None where there is no crc32c. */
+    PyObject *name = hardware ? PyUnicode_FromString(hardware) : Py_NewRef(Py_None);
+    if (PyModule_AddObject(m, "crc32c_hardware", name) < 0) {
+        Py_XDECREF(name);
+        goto fail;
+    }
+    if (hardware && PyModule_AddFunctions(m, hardware_crc_methods) < 0) goto fail;
+    return m;
+fail:
+    Py_DECREF(m);
+    return NULL;
 }

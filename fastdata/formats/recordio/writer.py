@@ -6,10 +6,9 @@ import operator
 import os
 from pathlib import Path
 
-from crc32c import crc32c
-
 from ...errors import ConfigError
 from .. import speedups as _speedups
+from ..crc import crc32c
 from . import framing
 from . import index as _index
 

@@ -11,10 +11,10 @@ import zlib
 from collections.abc import Iterator
 from typing import BinaryIO
 
-import crc32c
 import numpy as np
 
 from ...errors import FormatError
+from ..crc import crc32c
 
 HEADER = 12  # uint64 length + uint32 masked CRC of those 8 bytes
 FOOTER = 4  # uint32 masked CRC of the data
@@ -33,7 +33,7 @@ _HINT_CORRUPT = (
 
 def masked_crc(data: bytes | bytearray | memoryview) -> int:
     """CRC-32C of ``data``, masked the way TFRecord stores it (rotate right 15, add a constant)."""
-    crc = crc32c.crc32c(data)
+    crc = crc32c(data)
     return (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF
 
 

@@ -6,8 +6,8 @@ import os
 from typing import TYPE_CHECKING
 
 import numpy as np
-from crc32c import crc32c
 
+from ..crc import crc32c
 from .framing import OVERHEAD, frame
 from .index import default_index_path, write_index_file
 
