@@ -22,7 +22,6 @@ about 11 GB/s, computed while writing) or ``"sha256:..."``.
 from __future__ import annotations
 
 import array
-import hashlib
 import os
 import struct
 import sys
@@ -225,6 +224,8 @@ def crc_digest(value: int) -> str:
 def file_digest(path: str | os.PathLike[str], kind: str = "crc32c", chunk: int = 1 << 22) -> str:
     """``"crc32c:..."`` (or ``"sha256:..."``) of the file at ``path``, read in chunks."""
     if kind == "sha256":
+        import hashlib  # loads OpenSSL (~3 ms of start-up): only for sha256 digests, which fastdata does not write
+
         h = hashlib.sha256()
         with open(path, "rb") as f:
             while block := f.read(chunk):
@@ -256,5 +257,7 @@ def buffer_matches(data: bytes | memoryview, digest: str) -> bool:
     if kind == "crc32c":
         return crc_digest(crc32c(data)) == f"crc32c:{value}"
     if kind == "sha256":
+        import hashlib
+
         return hashlib.sha256(data).hexdigest() == value
     return False
