@@ -220,3 +220,46 @@ def test_write_shard_packs_class_indexes_directly_with_the_same_bytes_and_errors
     for key in (-1, 2**64):
         with pytest.raises(ConfigError, match="out of range"):
             _head(Sample(b"x", 1, key))
+
+
+def _index_cases(rng: random.Random) -> list[tuple[bytes, int, int]]:
+    """.idx texts as write_shard writes them, and damaged ones, with bases and shard sizes."""
+    cases = []
+    for _ in range(1500):
+        offsets = sorted(rng.sample(range(0, 10_000, 4), rng.randint(0, 30)))
+        data = "".join(f"{rng.randint(0, 10 ** rng.randint(0, 12))}\t{o}\n" for o in offsets).encode()
+        if data and rng.random() < 0.5:
+            at = rng.randrange(len(data))
+            data = data[:at] + bytes([rng.choice(b"0129\t\n x-")]) + data[at + 1 :]
+        cases.append((data, rng.choice([0, 4, 10**15]), rng.choice([10_000, 5_000, 1])))
+    return cases + [
+        (b"007\t0\n", 0, 10),  # a key with leading zeros: written as a plain decimal
+        (b"1\t0", 0, 10),  # no final newline
+        (b"\n", 0, 10),
+        (b"1\t8\n2\t8\n", 0, 10),  # offsets that do not increase
+        (b"1\t6\n", 0, 10),  # off the 4-byte grid
+        (b"1\t4\n", 2**64 - 2, 10),  # past 64 bits once shifted: Python's ints decide
+        (b"99999999999999999999999\t4\n", 0, 10),
+        (b"1\t4\n", 0, 2**70),
+    ]
+
+
+def test_dali_index_shift_is_the_same_on_both_paths(tmp_path: Path):
+    """What dali.idx is built from: each shard's .idx with its offsets moved (or None, when the
+    text is not one write_shard wrote), the same bytes from the compiled and the portable path."""
+    from fastdata.formats.recordio.shards import _shifted_lines
+
+    if not speedups.available():
+        pytest.skip(f"compiled write helpers not built: {speedups.status()}")
+    index = tmp_path / "x.idx"
+    refused = 0
+    for data, base, size in _index_cases(random.Random(5)):
+        index.write_bytes(data)
+        compiled = _shifted_lines(index, base, size)
+        with speedups.using(False):
+            portable = _shifted_lines(index, base, size)
+        assert compiled == portable, (data, base, size)
+        refused += compiled is None
+    assert 500 < refused < 1500  # both kinds were tried
+    index.write_bytes(b"3\t0\n9\t12\n")
+    assert _shifted_lines(index, 100, 20) == b"3\t100\n9\t112\n"

@@ -9,6 +9,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -206,6 +207,96 @@ static PyObject *parent_death_signal(PyObject *self, PyObject *unused) {
 }
 #endif
 
+/* -- shift_index ---------------------------------------------------------- */
+
+/* A converted RecordIO dataset's dali.idx is every shard's .idx with its
+ * offsets moved by the bytes of the shards before it. The converter's main
+ * process writes it at the end, a line per image of the dataset: in Python
+ * that is ~1.5 us a line (1.28 M lines for ImageNet), here a few ns. */
+
+static int parse_u64(const unsigned char **p, const unsigned char *end, unsigned char stop, unsigned long long *out) {
+    const unsigned char *q = *p;
+    unsigned long long v = 0;
+    if (q == end || *q < '0' || *q > '9') return -1;
+    for (; q < end && *q >= '0' && *q <= '9'; q++) {
+        if (v > (ULLONG_MAX - 9) / 10) return -2; /* too long for the C path: Python decides */
+        v = v * 10 + (unsigned long long)(*q - '0');
+    }
+    if (q == end || *q != stop) return -1;
+    *p = q + 1;
+    *out = v;
+    return 0;
+}
+
+static char *put_u64(char *w, unsigned long long v) {
+    char digits[24];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n) *w++ = digits[--n];
+    return w;
+}
+
+PyDoc_STRVAR(shift_index_doc,
+"shift_index(data, base, size, /)\n--\n\n"
+"The .idx text data (key<TAB>offset lines, as write_shard writes them) with every\n"
+"offset increased by base, keys written as plain decimals; None unless every line\n"
+"is digits<TAB>digits<LF> and the offsets increase, are 4-byte aligned and below\n"
+"size: exactly recordio.shards._shifted_lines; NotImplemented where base or size\n"
+"is not an unsigned 64-bit int (Python decides).");
+
+static PyObject *shift_index(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Py_buffer view;
+    unsigned long long base, size;
+    (void)self;
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "shift_index() takes 3 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    base = PyLong_AsUnsignedLongLong(args[1]);
+    if (base == (unsigned long long)-1 && PyErr_Occurred()) goto python_decides;
+    size = PyLong_AsUnsignedLongLong(args[2]);
+    if (size == (unsigned long long)-1 && PyErr_Occurred()) goto python_decides;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *p = (const unsigned char *)view.buf, *end = p + view.len;
+    /* a shifted offset has at most 20 digits, a key no more than it had */
+    PyObject *out = PyBytes_FromStringAndSize(NULL, view.len + (view.len / 4 + 1) * 21);
+    if (out == NULL) goto done;
+    char *w = PyBytes_AS_STRING(out);
+    unsigned long long key, offset, last = 0;
+    int first = 1;
+    while (p < end) {
+        int bad = parse_u64(&p, end, '\t', &key);
+        if (!bad) bad = parse_u64(&p, end, '\n', &offset);
+        if (bad == -2 || (!bad && offset > ULLONG_MAX - base)) {
+            Py_CLEAR(out);
+            PyBuffer_Release(&view);
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        if (bad || (!first && offset <= last) || (offset & 3) || offset >= size) goto refuse;
+        first = 0;
+        last = offset;
+        w = put_u64(w, key);
+        *w++ = '\t';
+        w = put_u64(w, offset + base);
+        *w++ = '\n';
+    }
+    if (_PyBytes_Resize(&out, w - PyBytes_AS_STRING(out)) < 0) out = NULL;
+    goto done;
+refuse:
+    Py_CLEAR(out);
+    out = Py_None;
+    Py_INCREF(out);
+done:
+    PyBuffer_Release(&view);
+    return out;
+python_decides: /* not a u64 (negative, or a dataset past 16 EiB): the Python version decides */
+    PyErr_Clear();
+    Py_RETURN_NOTIMPLEMENTED;
+}
+
 /* -- jpeg_passthrough_size ----------------------------------------------- */
 
 PyDoc_STRVAR(jpeg_passthrough_size_doc,
@@ -247,6 +338,7 @@ static PyMethodDef methods[] = {
     {"crc32c_combine", (PyCFunction)(void (*)(void))crc32c_combine, METH_FASTCALL, crc32c_combine_doc},
     {"jpeg_passthrough_size", (PyCFunction)(void (*)(void))jpeg_passthrough_size, METH_FASTCALL,
      jpeg_passthrough_size_doc},
+    {"shift_index", (PyCFunction)(void (*)(void))shift_index, METH_FASTCALL, shift_index_doc},
 #ifdef __linux__
     {"set_parent_death_signal", set_parent_death_signal, METH_O, set_parent_death_signal_doc},
     {"parent_death_signal", parent_death_signal, METH_NOARGS, parent_death_signal_doc},

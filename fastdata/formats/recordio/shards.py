@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from ..._lazy import lazy_numpy
 from ...errors import FormatError
 from .. import checksums as _sums
+from .. import speedups as _speedups
 from .._atomic import written
 from ..hooks import ReaderOptions
 from ..sample import Label, Sample, ShardInfo
@@ -198,7 +199,7 @@ def write_dali_index(directory: str | os.PathLike[str], shards: list[ShardInfo],
             with the manifest.
     """
     directory = Path(directory)
-    lines: list[str] = []
+    parts: list[bytes] = []
     base = 0
     for shard in shards:
         rec = directory / shard.file
@@ -208,29 +209,37 @@ def write_dali_index(directory: str | os.PathLike[str], shards: list[ShardInfo],
         shifted = _shifted_lines(directory / shard.index, base, size) if shard.index else None
         if shifted is None:  # no .idx, or not one line per record in file order as write_shard writes it
             reader = Reader(rec, directory / shard.index if shard.index else None)
-            shifted = [f"{k}\t{o}\n" for k, o in zip(reader.keys().tolist(), (reader.offsets() + base).tolist())]
+            keys, offsets = reader.keys().tolist(), (reader.offsets() + base).tolist()
+            shifted = "".join(f"{k}\t{o}\n" for k, o in zip(keys, offsets)).encode("ascii")
             reader.close()
         if not shifted:
             raise FormatError(
                 "empty shard: DALI's mxnet reader maps offsets to files assuming every file holds a record",
                 path=rec, hint="drop empty shards from the dataset",
             )
-        lines += shifted
+        parts.append(shifted)
         base += size
     target = directory / name
-    with written(target) as (tmp,), open(tmp, "w", encoding="ascii", newline="\n") as f:
-        f.write("".join(lines))
+    with written(target) as (tmp,):
+        tmp.write_bytes(b"".join(parts))
     return target
 
 
-def _shifted_lines(index: Path, base: int, size: int) -> list[str] | None:
+def _shifted_lines(index: Path, base: int, size: int) -> bytes | None:
     """The lines of an ``.idx`` that :func:`write_shard` wrote, offsets moved by
     ``base``, read as text (a conversion's last step needs no numpy); None when
-    the file is anything else (the reader then parses and orders it)."""
+    the file is anything else (the reader then parses and orders it). The
+    converter's main process runs this once per image of the dataset, so the
+    compiled twin (``_speedups.shift_index``) does it where it is built."""
     try:
         data = index.read_bytes()
     except OSError:
         return None
+    native = _speedups.native
+    if native is not None:
+        answer = native.shift_index(data, base, size)
+        if answer is not NotImplemented:
+            return answer
     if data and not data.endswith(b"\n"):
         return None
     out, last = [], -1
@@ -243,7 +252,7 @@ def _shifted_lines(index: Path, base: int, size: int) -> list[str] | None:
             return None
         last = position
         out.append(f"{int(key)}\t{position + base}\n")
-    return out
+    return "".join(out).encode("ascii")
 
 
 def finalize(directory: str | os.PathLike[str], manifest: Any) -> dict[str, Any]:
