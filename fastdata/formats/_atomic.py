@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -102,11 +103,17 @@ def sync(path: str | os.PathLike[str]) -> None:
 
 
 def remove(path: str | os.PathLike[str]) -> None:
-    path = Path(path)
-    if path.is_dir() and not path.is_symlink():
+    """Remove a file, link or folder if there is one. One ``lstat`` when there
+    is none: a converter clears every name a shard may have left before it
+    writes one, and most are absent."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
         shutil.rmtree(path)
-    elif path.exists() or path.is_symlink():
-        path.unlink()
+    else:
+        os.unlink(path)
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
