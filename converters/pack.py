@@ -27,8 +27,8 @@ from fastdata.errors import FastDataError
 from fastdata.formats import registry
 
 from . import state
-from .normalize import EncodeOptions
 from .forkpool import WorkerDied
+from .normalize import EncodeOptions
 from .parallel import worker_pool
 from .plan import Plan, ShardPlan
 from .tail import MIN_PIECE_BYTES, Tail, Task, tail_start
