@@ -25,7 +25,7 @@ from fastdata.formats import dataset_writer
 from fastdata.formats._atomic import commit, partial_path
 from fastdata.order.conversion import conversion_generator, conversion_order
 
-from .scan import ScanResult, SourceItem
+from .scan import ScanResult, SourceItem, without_gc
 
 #: Source bytes per shard unless --shard-size or --shards says otherwise. A shard is
 #: one worker's task, so shards small enough that every worker gets several keep
@@ -116,8 +116,9 @@ class Plan:
             "splits": self.splits,
             "skipped": self.skipped,
             "ignored": self.ignored,
-            "shards": [_shard_doc(s) for s in self.shards],
         }
+        with without_gc():
+            doc["shards"] = [_shard_doc(s) for s in self.shards]
         return _ENCODE(doc) + "\n"
 
     @classmethod
@@ -138,12 +139,14 @@ class Plan:
                     "started it, or start over with --overwrite"
                 )
             read_shard = _READERS[version]
+            with without_gc():
+                shards = [read_shard(s) for s in doc["shards"]]
             return cls(
                 options=PlanOptions(**doc["options"]),
                 source=doc["source"],
                 classes=list(doc["classes"]),
                 splits=list(doc["splits"]),
-                shards=[read_shard(s) for s in doc["shards"]],
+                shards=shards,
                 skipped=[tuple(p) for p in doc["skipped"]],
                 ignored=[tuple(p) for p in doc["ignored"]],
             )
@@ -177,7 +180,9 @@ _ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 
 
 def _shard_doc(shard: ShardPlan) -> dict[str, Any]:
-    paths, rels, labels, sizes = zip(*shard.items) if shard.items else ((), (), (), ())  # SourceItem is a tuple
+    # zip(*items): one pass over the items (SourceItem is a tuple), which a shuffled plan holds in
+    # scattered order; its iterator per item is why the caller pauses the garbage collector
+    paths, rels, labels, sizes = zip(*shard.items) if shard.items else ((), (), (), ())
     doc: dict[str, Any] = {"split": shard.split, "index": shard.index, "file": shard.file}
     ids = shard.ids
     if ids and ids == list(range(ids[0], ids[0] + len(ids))):

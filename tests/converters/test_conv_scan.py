@@ -178,3 +178,26 @@ def test_a_file_whose_first_stat_fails_is_kept_when_it_is_there_after_all(tmp_pa
     monkeypatch.setattr(os, "stat", flaky_stat)
     scan = scan_folder(tmp_path)
     assert failed and not scan.skipped and [(it.rel, it.size) for it in scan.items] == [("a/1.jpg", 3)]
+
+
+def test_the_garbage_collector_is_paused_only_while_items_are_made(tmp_path):
+    import gc
+
+    from fastdata.converters.scan import without_gc
+
+    _touch(tmp_path / "a" / "1.jpg")
+    assert gc.isenabled()
+    seen = []
+    with without_gc():
+        seen.append(gc.isenabled())
+    scan_folder(tmp_path)
+    assert seen == [False] and gc.isenabled()
+    with pytest.raises(ConfigError), without_gc():
+        raise ConfigError("boom")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        scan_folder(tmp_path)
+        assert not gc.isenabled()  # a caller's own choice is kept
+    finally:
+        gc.enable()
