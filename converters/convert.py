@@ -24,6 +24,7 @@ Exit codes: 0 done; 1 the shards are written but files were skipped and
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import operator
 import os
@@ -230,21 +231,20 @@ def _write_sources(directory: Path, plan: Plan, split: str, records: dict) -> st
             rels += [item.rel for item in shard.items if item.path not in gone]
         else:
             rels += map(_REL, shard.items)
-    if os.sep == "/" and not any(map(_ABSOLUTE, rels)):  # os.path.join(root, rel) is prefix + rel
+    if os.sep == "/" and not any(map(str.startswith, rels, itertools.repeat("/"))):  # then join(root, rel) is prefix + rel
         prefix = os.path.join(root, "")
-        paths = [prefix + rel for rel in rels]
+        paths = list(map(prefix.__add__, rels))
     else:
         paths = [os.path.join(root, rel.replace("/", os.sep)) for rel in rels]
     if not all(map(str.isascii, paths)):  # undecodable bytes arrive as surrogate escapes; JSON holds UTF-8
         paths = [p if p.isascii() else p.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for p in paths]
     # what json.dumps does for one string, mapped in C over all of them (a call of
     # json.dumps per line was most of this function's time)
-    write_text_atomic(directory / SOURCES_FILE, "".join(line + "\n" for line in map(_JSON_STRING, paths)))
+    write_text_atomic(directory / SOURCES_FILE, "\n".join(map(_JSON_STRING, paths)) + "\n" if paths else "")
     return SOURCES_FILE
 
 
 _REL = operator.itemgetter(1)  # SourceItem.rel
-_ABSOLUTE = operator.methodcaller("startswith", "/")
 _JSON_STRING = json.encoder.encode_basestring_ascii
 
 

@@ -118,3 +118,6 @@ def test_sources_file_matches_the_line_by_line_rule(tmp_path, root):
     recs = {s.key: {"skipped": []} for s in lst.shards}
     _write_sources(tmp_path, lst, "", recs)
     assert (tmp_path / SOURCES_FILE).read_text() == _sources_one_line_at_a_time(root, lst, "", recs)
+    everything_skipped = {s.key: {"skipped": [(it.path, "x") for it in s.items]} for s in lst.shards}
+    _write_sources(tmp_path, lst, "", everything_skipped)
+    assert (tmp_path / SOURCES_FILE).read_text() == "" == _sources_one_line_at_a_time(root, lst, "", everything_skipped)
