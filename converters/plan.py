@@ -9,12 +9,10 @@ worker count, any number of nodes, and after a resume. The plan is saved as
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import hashlib
 import itertools
 import json
-import operator
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,7 +34,6 @@ PLAN_NAME = ".fastdata-plan.json"
 #: 2: items as columns (version 1, one list per item, is still read: see Plan.from_json).
 PLAN_VERSION = 2
 _VAL_STREAM, _ORDER_STREAM = 0x7A1, 0x0D3
-_SIZE = operator.itemgetter(3)  # SourceItem.size, read without an attribute lookup
 
 
 @dataclasses.dataclass(frozen=True)
@@ -260,9 +257,8 @@ def make_plan(scan: ScanResult, options: PlanOptions, source: dict[str, Any]) ->
     for n, (split, members) in enumerate(parts):
         if options.shuffle:
             order = conversion_order(options.seed, _ORDER_STREAM, n, len(members))
-            members = list(map(members.__getitem__, order))
-        sizes = list(map(_SIZE, members))
-        for index, (start, stop) in enumerate(_boundaries(sizes, options)):
+            members = [members[i] for i in order]
+        for index, (start, stop) in enumerate(_boundaries([m.size for m in members], options)):
             shards.append(
                 ShardPlan(
                     split,
@@ -307,12 +303,12 @@ def _boundaries(sizes: Sequence[int], options: PlanOptions) -> list[tuple[int, i
     if options.shards is not None:
         count = min(options.shards, n)
         return [(k * n // count, (k + 1) * n // count) for k in range(count)]
-    # where the running total of each shard reaches shard_bytes, found by bisection
-    # in the running total of all sizes: no Python step per item
-    ends = list(itertools.accumulate(sizes))
-    bounds, start = [], 0
-    while start < n:
-        stop = bisect.bisect_left(ends, (ends[start - 1] if start else 0) + options.shard_bytes, start) + 1
-        bounds.append((start, min(stop, n)))
-        start = stop
+    bounds, start, total = [], 0, 0
+    for i, size in enumerate(sizes):
+        total += size
+        if total >= options.shard_bytes:
+            bounds.append((start, i + 1))
+            start, total = i + 1, 0
+    if start < n:
+        bounds.append((start, n))
     return bounds

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import random
 
 import pytest
-from fastdata.converters.plan import PLAN_VERSION, Plan, PlanOptions, _boundaries, make_plan
+from fastdata.converters.plan import PLAN_VERSION, Plan, PlanOptions, make_plan
 from fastdata.converters.scan import ScanResult, SourceItem
 
 from fastdata.errors import ConfigError, ManifestError
@@ -157,24 +156,3 @@ def test_a_plan_of_an_unknown_version_names_the_fix():
     with pytest.raises(ManifestError, match=r"plan version 99 .*release that started it.*--overwrite"):
         Plan.from_json(json.dumps(doc), "OUT/.fastdata-plan.json")
 
-
-def _boundaries_by_running_total(sizes, shard_bytes):
-    """Shard boundaries as plan version 1 computed them, one step per item."""
-    bounds, start, total = [], 0, 0
-    for i, size in enumerate(sizes):
-        total += size
-        if total >= shard_bytes:
-            bounds.append((start, i + 1))
-            start, total = i + 1, 0
-    if start < len(sizes):
-        bounds.append((start, len(sizes)))
-    return bounds
-
-
-def test_shard_boundaries_by_bytes_match_the_running_total_rule():
-    rng = random.Random(5)
-    for _ in range(300):
-        sizes = [rng.choice([1, 7, 100, 5000]) for _ in range(rng.randrange(1, 60))]
-        limit = rng.choice([1, 50, 100, 101, 999, 5000, 10**6, sum(sizes), sum(sizes) + 1])
-        got = _boundaries(sizes, PlanOptions(format="recordio", shard_bytes=limit))
-        assert got == _boundaries_by_running_total(sizes, limit), (sizes, limit)
