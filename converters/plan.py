@@ -128,7 +128,7 @@ class Plan:
         """
         try:
             doc = json.loads(text)
-            version = doc.get("plan_version")
+            version = doc["plan_version"]  # none: not a plan (unreadable, below)
             if version not in _READERS:
                 raise ManifestError(
                     f"{source}: plan version {version!r} is not one this fastdata reads "
@@ -149,7 +149,7 @@ class Plan:
             )
         except ManifestError:
             raise
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (ValueError, KeyError, TypeError) as exc:
             raise ManifestError(
                 f"{source}: unreadable conversion plan ({exc!r}); start over with --overwrite"
             ) from exc

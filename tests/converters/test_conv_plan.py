@@ -156,3 +156,7 @@ def test_a_plan_of_an_unknown_version_names_the_fix():
     with pytest.raises(ManifestError, match=r"plan version 99 .*release that started it.*--overwrite"):
         Plan.from_json(json.dumps(doc), "OUT/.fastdata-plan.json")
 
+    with pytest.raises(ManifestError, match=r"unreadable conversion plan .*start over with --overwrite"):
+        Plan.from_json("{}", "OUT/.fastdata-plan.json")
+    with pytest.raises(ManifestError, match=r"unreadable conversion plan"):
+        Plan.from_json("[1]", "OUT/.fastdata-plan.json")
