@@ -102,9 +102,9 @@ class Plan:
         (``rels``, ``labels``, ``sizes``, and ``paths`` unless each is
         ``path_prefix`` + rel), its sample ids as a range when they are
         consecutive (always, from :func:`make_plan`). Version 1 had
-        one ``[path, rel, label, size]`` list per item; columns encode and parse
-        about 3x faster, and a plan is saved once per conversion and read by
-        every resume and every node."""
+        one ``[path, rel, label, size]`` list per item: columns save in half
+        the time and load in a third (benchmarks/main_process_cost.py), and a
+        plan is saved by every conversion and read by every resume and node."""
         doc = {
             "plan_version": PLAN_VERSION,
             "options": dataclasses.asdict(self.options),
