@@ -212,7 +212,13 @@ def _read_shard(doc: dict[str, Any]) -> ShardPlan:
     if list in set(map(type, labels)):  # label vectors come back as lists
         labels = [tuple(lab) if type(lab) is list else lab for lab in labels]
     rels = doc["rels"]
-    paths = list(map(doc["path_prefix"].__add__, rels)) if "path_prefix" in doc else doc["paths"]
+    if "path_prefix" in doc:
+        prefix = doc["path_prefix"]
+        if not isinstance(prefix, str):  # a number's __add__ would answer NotImplemented, not fail
+            raise ValueError(f"shard {doc['file']!r}: path_prefix {prefix!r} is not a string")
+        paths = list(map(prefix.__add__, rels))
+    else:
+        paths = doc["paths"]
     columns = (paths, rels, labels, doc["sizes"])
     if len(set(map(len, columns))) > 1:
         raise ValueError(f"shard {doc['file']!r}: its columns have {'/'.join(str(len(c)) for c in columns)} entries")

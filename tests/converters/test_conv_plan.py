@@ -148,6 +148,10 @@ def test_plan_file_holds_columns_and_reads_back_what_it_cannot_shorten():
     first["sizes"].pop()
     with pytest.raises(ManifestError, match="start over with --overwrite"):
         Plan.from_json(json.dumps(doc), "x")
+    first["sizes"].append(1)
+    first["path_prefix"] = 5
+    with pytest.raises(ManifestError, match="path_prefix 5 is not a string"):
+        Plan.from_json(json.dumps(doc), "x")
 
 
 def test_a_plan_of_an_unknown_version_names_the_fix():
