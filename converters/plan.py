@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
+import operator
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,7 +24,7 @@ from fastdata.formats import dataset_writer
 from fastdata.formats._atomic import commit, partial_path
 from fastdata.order.conversion import conversion_generator, conversion_order
 
-from .scan import ScanResult, SourceItem
+from .scan import ScanResult, SourceItem, without_gc
 
 #: Source bytes per shard unless --shard-size or --shards says otherwise. A shard is
 #: one worker's task, so shards small enough that every worker gets several keep
@@ -30,8 +32,12 @@ from .scan import ScanResult, SourceItem
 #: 40 % of the time); 64 MB is also litdata's and MosaicML streaming's chunk size.
 DEFAULT_SHARD_BYTES = 64 << 20
 PLAN_NAME = ".fastdata-plan.json"
-PLAN_VERSION = 1
+#: 2: items as columns (version 1, one list per item, is still read: see Plan.from_json).
+PLAN_VERSION = 2
 _VAL_STREAM, _ORDER_STREAM = 0x7A1, 0x0D3
+# SourceItem.size by index: Python 3.11 does not specialise a NamedTuple's attribute reads (a
+# slots member's it does), and this one runs once per image
+_SIZE = operator.itemgetter(3)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,43 +102,46 @@ class Plan:
         return [(g, s) for g, s in enumerate(self.shards) if g % num_nodes == node_rank]
 
     def to_json(self) -> str:
+        """The plan as JSON (:data:`PLAN_VERSION`): each shard's items as columns
+        (``rels``, ``labels``, ``sizes``, and ``paths`` unless each is
+        ``path_prefix`` + rel), its sample ids as a range when they are
+        consecutive (always, from :func:`make_plan`). Version 1 had
+        one ``[path, rel, label, size]`` list per item: columns save in half
+        the time and load in a third (benchmarks/main_process_cost.py), and a
+        plan is saved by every conversion and read by every resume and node."""
         doc = {
             "plan_version": PLAN_VERSION,
             "options": dataclasses.asdict(self.options),
             "source": self.source,
             "classes": self.classes,
             "splits": self.splits,
-            "skipped": [list(p) for p in self.skipped],
-            "ignored": [list(p) for p in self.ignored],
-            "shards": [
-                {
-                    "split": s.split,
-                    "index": s.index,
-                    "file": s.file,
-                    "ids": s.ids,
-                    "items": [[i.path, i.rel, list(i.label) if isinstance(i.label, tuple) else i.label, i.size] for i in s.items],
-                }
-                for s in self.shards
-            ],
+            "skipped": self.skipped,
+            "ignored": self.ignored,
         }
-        return json.dumps(doc, separators=(",", ":")) + "\n"
+        with without_gc():
+            doc["shards"] = [_shard_doc(s) for s in self.shards]
+        return _ENCODE(doc) + "\n"
 
     @classmethod
     def from_json(cls, text: str, source: str) -> Plan:
+        """Read a plan written by :meth:`to_json`, or by fastdata before plan
+        version 2 (so a conversion started by an older release resumes).
+
+        Raises:
+            ManifestError: not a plan, or a version this release cannot read.
+        """
         try:
             doc = json.loads(text)
-            if doc.get("plan_version") != PLAN_VERSION:
-                raise ManifestError(f"{source}: plan version {doc.get('plan_version')!r} is not {PLAN_VERSION}")
-            shards = [
-                ShardPlan(
-                    s["split"],
-                    s["index"],
-                    s["file"],
-                    [SourceItem(p, r, tuple(lab) if isinstance(lab, list) else lab, n) for p, r, lab, n in s["items"]],
-                    list(s["ids"]),
+            version = doc["plan_version"]  # none: not a plan (unreadable, below)
+            if version not in _READERS:
+                raise ManifestError(
+                    f"{source}: plan version {version!r} is not one this fastdata reads "
+                    f"({', '.join(map(str, _READERS))}); finish the conversion with the fastdata release that "
+                    "started it, or start over with --overwrite"
                 )
-                for s in doc["shards"]
-            ]
+            read_shard = _READERS[version]
+            with without_gc():
+                shards = [read_shard(s) for s in doc["shards"]]
             return cls(
                 options=PlanOptions(**doc["options"]),
                 source=doc["source"],
@@ -166,6 +175,71 @@ class Plan:
         return cls.from_json(path.read_text(encoding="utf-8", errors="surrogatepass"), str(path))
 
 
+# check_circular off: the document is built here, with no cycles, and the check
+# costs a dict operation per list (there are several per shard)
+_ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+
+
+def _shard_doc(shard: ShardPlan) -> dict[str, Any]:
+    # zip(*items): one pass over the items (SourceItem is a tuple), which a shuffled plan holds in
+    # scattered order; its iterator per item is why the caller pauses the garbage collector
+    paths, rels, labels, sizes = zip(*shard.items) if shard.items else ((), (), (), ())
+    doc: dict[str, Any] = {"split": shard.split, "index": shard.index, "file": shard.file}
+    ids = shard.ids
+    if ids and ids == list(range(ids[0], ids[0] + len(ids))):
+        doc["id_range"] = [ids[0], ids[0] + len(ids)]
+    else:
+        doc["ids"] = ids
+    prefix = _common_prefix(paths, rels)
+    if prefix is None:
+        doc["paths"] = paths
+    else:  # each path is prefix + rel (always, from a folder scan): half the bytes to encode and parse
+        doc["path_prefix"] = prefix
+    doc.update(rels=rels, labels=labels, sizes=sizes)  # label vectors (tuples) become lists
+    return doc
+
+
+def _common_prefix(paths: Sequence[str], rels: Sequence[str]) -> str | None:
+    """The ``prefix`` with ``path == prefix + rel`` for every item, if there is one."""
+    if not paths or not paths[0].endswith(rels[0]):
+        return None
+    prefix = paths[0][: len(paths[0]) - len(rels[0])]
+    return prefix if all(map(str.__eq__, paths, map(prefix.__add__, rels))) else None
+
+
+def _read_shard(doc: dict[str, Any]) -> ShardPlan:
+    labels = doc["labels"]
+    if list in set(map(type, labels)):  # label vectors come back as lists
+        labels = [tuple(lab) if type(lab) is list else lab for lab in labels]
+    rels = doc["rels"]
+    if "path_prefix" in doc:
+        prefix = doc["path_prefix"]
+        if not isinstance(prefix, str):  # a number's __add__ would answer NotImplemented, not fail
+            raise ValueError(f"shard {doc['file']!r}: path_prefix {prefix!r} is not a string")
+        paths = list(map(prefix.__add__, rels))
+    else:
+        paths = doc["paths"]
+    columns = (paths, rels, labels, doc["sizes"])
+    if len(set(map(len, columns))) > 1:
+        raise ValueError(f"shard {doc['file']!r}: its columns have {'/'.join(str(len(c)) for c in columns)} entries")
+    ids = list(range(*doc["id_range"])) if "id_range" in doc else list(doc["ids"])
+    if len(ids) != len(labels):
+        raise ValueError(f"shard {doc['file']!r}: {len(ids)} sample ids for {len(labels)} items")
+    # tuple.__new__ over zipped columns: SourceItems made without a Python call each
+    items = list(map(tuple.__new__, itertools.repeat(SourceItem), zip(*columns)))
+    return ShardPlan(doc["split"], doc["index"], doc["file"], items, ids)
+
+
+def _read_shard_v1(doc: dict[str, Any]) -> ShardPlan:
+    """A shard of a version 1 plan: one ``[path, rel, label, size]`` list per item."""
+    items = [SourceItem(p, r, tuple(lab) if isinstance(lab, list) else lab, n) for p, r, lab, n in doc["items"]]
+    return ShardPlan(doc["split"], doc["index"], doc["file"], items, list(doc["ids"]))
+
+
+#: How to read a shard of each plan version this release reads.
+_READERS = {1: _read_shard_v1, 2: _read_shard}
+
+
 def make_plan(scan: ScanResult, options: PlanOptions, source: dict[str, Any]) -> Plan:
     """Split, order and shard a scan.
 
@@ -194,7 +268,7 @@ def make_plan(scan: ScanResult, options: PlanOptions, source: dict[str, Any]) ->
         if options.shuffle:
             order = conversion_order(options.seed, _ORDER_STREAM, n, len(members))
             members = [members[i] for i in order]
-        for index, (start, stop) in enumerate(_boundaries([m.size for m in members], options)):
+        for index, (start, stop) in enumerate(_boundaries(list(map(_SIZE, members)), options)):
             shards.append(
                 ShardPlan(
                     split,

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+
 import pytest
-from fastdata.converters.plan import Plan, PlanOptions, make_plan
+from fastdata.converters.plan import PLAN_VERSION, Plan, PlanOptions, make_plan
 from fastdata.converters.scan import ScanResult, SourceItem
 
-from fastdata.errors import ConfigError
+from fastdata.errors import ConfigError, ManifestError
 
 
 def _scan(counts=(30, 20, 10), size=100) -> ScanResult:
@@ -79,3 +82,85 @@ def test_json_round_trip(tmp_path):
     vec = ScanResult(root="/r", classes=[], items=[SourceItem("/r/a.jpg", "a.jpg", (0.5, 1.0), 3)])
     vplan = make_plan(vec, PlanOptions(format="recordio"), {})
     assert Plan.from_json(vplan.to_json(), "x").shards[0].items[0].label == (0.5, 1.0)
+
+
+def v1_plan_json(plan: Plan) -> str:
+    """The plan file as fastdata wrote it before plan version 2 (one list per item), verbatim."""
+    doc = {
+        "plan_version": 1,
+        "options": dataclasses.asdict(plan.options),
+        "source": plan.source,
+        "classes": plan.classes,
+        "splits": plan.splits,
+        "skipped": [list(p) for p in plan.skipped],
+        "ignored": [list(p) for p in plan.ignored],
+        "shards": [
+            {
+                "split": s.split,
+                "index": s.index,
+                "file": s.file,
+                "ids": s.ids,
+                "items": [[i.path, i.rel, list(i.label) if isinstance(i.label, tuple) else i.label, i.size] for i in s.items],
+            }
+            for s in plan.shards
+        ],
+    }
+    return json.dumps(doc, separators=(",", ":")) + "\n"
+
+
+def _same(a: Plan, b: Plan) -> bool:
+    return (a.options, a.source, a.classes, a.splits, a.skipped, a.ignored) == (
+        b.options, b.source, b.classes, b.splits, b.skipped, b.ignored) and [
+        (s.split, s.index, s.file, s.ids, s.items) for s in a.shards] == [
+        (s.split, s.index, s.file, s.ids, s.items) for s in b.shards]
+
+
+def test_a_version_1_plan_reads_as_the_same_plan():
+    scan = _scan((5, 7))
+    scan.items.append(SourceItem("/src/c1/ü \udcff.jpg", "c1/ü \udcff.jpg", 1, 5))  # an undecodable name
+    scan.skipped.append(("/src/c0/bad.jpg", "empty file (0 bytes)"))
+    plan = make_plan(scan, PlanOptions(format="tfrecord", shards=3, val_fraction=0.25), {"kind": "folder"})
+    old = Plan.from_json(v1_plan_json(plan), "old")
+    assert _same(old, plan) and old.fingerprint() == plan.fingerprint()
+    vec = make_plan(ScanResult(root="/r", classes=[], items=[SourceItem("/r/a.jpg", "a.jpg", (0.5, 1.0), 3)]),
+                    PlanOptions(format="recordio"), {})
+    assert Plan.from_json(v1_plan_json(vec), "old").shards[0].items[0].label == (0.5, 1.0)
+
+
+def test_plan_file_holds_columns_and_reads_back_what_it_cannot_shorten():
+    scan = _scan((4, 4))
+    plan = make_plan(scan, PlanOptions(format="recordio", shards=2), {})
+    doc = json.loads(plan.to_json())
+    assert doc["plan_version"] == PLAN_VERSION == 2
+    first = doc["shards"][0]
+    assert first["path_prefix"] == "/src/" and "paths" not in first and first["id_range"] == [0, 4]
+    assert first["rels"] == [it.rel for it in plan.shards[0].items]
+    assert first["sizes"] == [it.size for it in plan.shards[0].items]
+    # a path that is not prefix + rel (an absolute name in an im2rec list), and ids that are not a range
+    odd = ScanResult(root="/r", classes=["0"], items=[SourceItem("/r/a.jpg", "a.jpg", 0, 3),
+                                                      SourceItem("/elsewhere/b.jpg", "/elsewhere/b.jpg", 0, 4)])
+    oplan = make_plan(odd, PlanOptions(format="recordio", shuffle=False), {})
+    oplan.shards[0].ids = [5, 3]
+    odoc = json.loads(oplan.to_json())["shards"][0]
+    assert odoc["paths"] == ["/r/a.jpg", "/elsewhere/b.jpg"] and odoc["ids"] == [5, 3]
+    assert _same(Plan.from_json(oplan.to_json(), "x"), oplan)
+    assert all(type(it) is SourceItem for s in Plan.from_json(plan.to_json(), "x").shards for it in s.items)
+    first["sizes"].pop()
+    with pytest.raises(ManifestError, match="start over with --overwrite"):
+        Plan.from_json(json.dumps(doc), "x")
+    first["sizes"].append(1)
+    first["path_prefix"] = 5
+    with pytest.raises(ManifestError, match="path_prefix 5 is not a string"):
+        Plan.from_json(json.dumps(doc), "x")
+
+
+def test_a_plan_of_an_unknown_version_names_the_fix():
+    doc = json.loads(make_plan(_scan(), PlanOptions(format="recordio"), {}).to_json())
+    doc["plan_version"] = 99
+    with pytest.raises(ManifestError, match=r"plan version 99 .*release that started it.*--overwrite"):
+        Plan.from_json(json.dumps(doc), "OUT/.fastdata-plan.json")
+
+    with pytest.raises(ManifestError, match=r"unreadable conversion plan .*start over with --overwrite"):
+        Plan.from_json("{}", "OUT/.fastdata-plan.json")
+    with pytest.raises(ManifestError, match=r"unreadable conversion plan"):
+        Plan.from_json("[1]", "OUT/.fastdata-plan.json")

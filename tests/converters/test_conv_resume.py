@@ -258,3 +258,19 @@ def test_merge_with_fsync_syncs_shards_the_nodes_did_not(shared_data, tmp_path, 
     names = [Path(p).name for p in synced]
     for name in ("shard-00000.rec", "shard-00001.rec", "shard-00001.idx", "shard-00001.rec.crc", "manifest.json"):
         assert name in names or name + ".partial" in names, (name, names)
+
+
+def test_a_conversion_started_with_the_version_1_plan_file_resumes_byte_identically(shared_data, tmp_path, capsys):
+    """A conversion interrupted under a release that wrote plan version 1 is finished by this one."""
+    from test_conv_plan import v1_plan_json
+
+    src = shared_data / "photos" / "edgecases"
+    out, reference = tmp_path / "o", tmp_path / "ref"
+    args = ["convert", src, out, "--format", "recordio", "--shards", "4", "--val-fraction", "0.2", "-q"]
+    assert run_cli(capsys, *args, "--num-nodes", "2", "--node-rank", "0")[0] == 0  # shards 0 and 2 done
+    plan_file = out / ".fastdata-plan.json"
+    plan_file.write_text(v1_plan_json(Plan.load(out)))
+    assert json.loads(plan_file.read_text())["plan_version"] == 1
+    assert run_cli(capsys, *args, "--resume")[0] == 0
+    assert run_cli(capsys, "convert", src, reference, *args[3:])[0] == 0
+    assert tree(out) == tree(reference)

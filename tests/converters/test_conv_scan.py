@@ -138,3 +138,66 @@ def test_list_labels(tmp_path):
         scan_list(tmp_path / "l.lst", tmp_path, [(0, (-1.0,), "b.jpg")])
     with pytest.raises(ConfigError, match="no entries"):
         scan_list(tmp_path / "l.lst", tmp_path, [])
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a FIFO")
+def test_each_file_is_stat_once_and_non_files_are_skipped_with_their_reason(tmp_path, monkeypatch):
+    """The scan's inline stat (one call per image file) agrees with the reasons ``_stat_file`` gives."""
+    _touch(tmp_path / "a" / "big.jpg", b"x" * 1234)
+    _touch(tmp_path / "a" / "deep" / "small.png", b"yz")
+    os.mkfifo(tmp_path / "a" / "pipe.jpg")
+    _touch(tmp_path / "a" / "zero.jpg", b"")
+    calls = []
+    real_stat = os.stat
+
+    def counting_stat(path, *args, **kwargs):
+        calls.append(os.fspath(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", counting_stat)
+    scan = scan_folder(tmp_path)
+    assert [(it.rel, it.label, it.size) for it in scan.items] == [("a/big.jpg", 0, 1234), ("a/deep/small.png", 0, 2)]
+    assert all(it.path == str(tmp_path / it.rel) for it in scan.items)
+    assert dict((os.path.basename(p), r) for p, r in scan.skipped) == {
+        "pipe.jpg": "not a regular file", "zero.jpg": "empty file (0 bytes)"}
+    assert sorted(os.path.basename(c) for c in calls if c.endswith(("big.jpg", "small.png"))) == ["big.jpg", "small.png"]
+    with pytest.raises(AttributeError):
+        scan.items[0].size = 1  # SourceItem stays immutable
+
+
+def test_a_file_whose_first_stat_fails_is_kept_when_it_is_there_after_all(tmp_path, monkeypatch):
+    _touch(tmp_path / "a" / "1.jpg", b"abc")
+    real_stat, failed = os.stat, []
+
+    def flaky_stat(path, *args, **kwargs):
+        if os.fspath(path).endswith("1.jpg") and not failed:
+            failed.append(path)
+            raise FileNotFoundError(2, "No such file or directory")
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", flaky_stat)
+    scan = scan_folder(tmp_path)
+    assert failed and not scan.skipped and [(it.rel, it.size) for it in scan.items] == [("a/1.jpg", 3)]
+
+
+def test_the_garbage_collector_is_paused_only_while_items_are_made(tmp_path):
+    import gc
+
+    from fastdata.converters.scan import without_gc
+
+    _touch(tmp_path / "a" / "1.jpg")
+    assert gc.isenabled()
+    seen = []
+    with without_gc():
+        seen.append(gc.isenabled())
+    scan_folder(tmp_path)
+    assert seen == [False] and gc.isenabled()
+    with pytest.raises(ConfigError), without_gc():
+        raise ConfigError("boom")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        scan_folder(tmp_path)
+        assert not gc.isenabled()  # a caller's own choice is kept
+    finally:
+        gc.enable()

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
 
 import pytest
 from convkit import jpeg, make_folder, manifest_json, run_cli
+from fastdata.converters.convert import SOURCES_FILE, _write_sources
+from fastdata.converters.plan import PlanOptions, make_plan
+from fastdata.converters.scan import ScanResult, SourceItem
 from PIL import Image
 
 from fastdata.datasets import open_dataset
@@ -73,3 +77,47 @@ def test_sources_hold_non_ascii_and_undecodable_names(tmp_path, capsys):
     assert names == sorted([p.name for p in (src / "a").iterdir() if p.name.isascii() and "bad" not in p.name]
                            + ["bad-\ufffd-name.jpg", "épreuve ü.jpg"])
     assert all(p.startswith(str(src)) for p in lines)
+
+
+def _sources_one_line_at_a_time(root: str, plan, split: str, records: dict) -> str:
+    """sources.jsonl as the converter wrote it before it built the lines in one pass, verbatim."""
+    dumps = json.JSONEncoder().encode
+    lines = []
+    for shard in plan.shards:
+        if shard.split != split:
+            continue
+        skipped = {path for path, _ in records[shard.key]["skipped"]}
+        for item in shard.items:
+            if item.path not in skipped:
+                path = os.path.join(root, item.rel.replace("/", os.sep))
+                if not path.isascii():
+                    path = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                lines.append(dumps(path) + "\n")
+    return "".join(lines)
+
+
+@pytest.mark.parametrize("root", ["/data/src", "/data/src/", "/"])
+def test_sources_file_matches_the_line_by_line_rule(tmp_path, root):
+    rels = ["a/x.jpg", 'a/quote" back\\slash.jpg', "a/épreuve ü.jpg", "a/bad-\udcff.jpg", "b/tab\there.jpg",
+            "b/ctrl\x01.jpg", "b/emoji \U0001f600.jpg", "b/gone.jpg", "b/ok.jpg"]
+    items = [SourceItem(os.path.join(root, r), r, k % 2, 10 + k) for k, r in enumerate(rels)]
+    scan = ScanResult(root=root, classes=["a", "b"], items=items)
+    plan = make_plan(scan, PlanOptions(format="recordio", shards=3, val_fraction=0.3), {"root": root})
+    records = {s.key: {"skipped": []} for s in plan.shards}
+    gone = next(s for s in plan.shards if any(it.rel == "b/gone.jpg" for it in s.items))
+    records[gone.key]["skipped"] = [(os.path.join(root, "b/gone.jpg"), "not a JPEG")]
+    for split in plan.splits:
+        directory = tmp_path / (split or "all") / root.strip("/").replace("/", "_")
+        directory.mkdir(parents=True)
+        _write_sources(directory, plan, split, records)
+        assert (directory / SOURCES_FILE).read_text() == _sources_one_line_at_a_time(root, plan, split, records)
+    # an absolute name from an im2rec list: os.path.join keeps it as it is
+    lst = make_plan(ScanResult(root=root, classes=["0"], items=[SourceItem("/abs/y.jpg", "/abs/y.jpg", 0, 3),
+                                                               SourceItem(root + "/z.jpg", "z.jpg", 0, 3)]),
+                    PlanOptions(format="recordio", shuffle=False), {"root": root})
+    recs = {s.key: {"skipped": []} for s in lst.shards}
+    _write_sources(tmp_path, lst, "", recs)
+    assert (tmp_path / SOURCES_FILE).read_text() == _sources_one_line_at_a_time(root, lst, "", recs)
+    everything_skipped = {s.key: {"skipped": [(it.path, "x") for it in s.items]} for s in lst.shards}
+    _write_sources(tmp_path, lst, "", everything_skipped)
+    assert (tmp_path / SOURCES_FILE).read_text() == "" == _sources_one_line_at_a_time(root, lst, "", everything_skipped)
