@@ -136,7 +136,10 @@ def _scan(req: ConvertRequest, source: dict) -> ScanResult:
 def _make_plan(req: ConvertRequest, source: dict) -> Plan:
     scan = _scan(req, source)
     fmt = req.options.format
-    if not registry.get(fmt).label_vectors and any(not isinstance(it.label, int) for it in scan.items):
+    # a folder's labels are class indexes; only a list file can hold vectors (a read per item otherwise)
+    if req.list_file is not None and not registry.get(fmt).label_vectors and any(
+        not isinstance(it.label, int) for it in scan.items
+    ):
         takes = [name for name in registry.names() if registry.get(name).label_vectors]
         raise ConfigError(
             f"{req.list_file}: has label vectors or fractional labels, but the {fmt} format holds one int label "

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from fastdata.errors import FastDataError
 from fastdata.formats import registry
@@ -88,9 +89,11 @@ def write_shards(
     whole = [Task(shard, 0, len(shard.items)) for shard in shards[:cut]]
     tail = Tail(shards[cut:], run.min_piece_bytes)
     done: dict[str, dict] = {}
+    made: set[Path] = set()
     if workers <= 1:
         for task in whole:
-            done[task.shard.key] = _record(out, plan, task.shard, write_shard_job(_job(out, plan, task, run), progress))
+            job = _job(out, plan, task, run, made=made)
+            done[task.shard.key] = _record(out, plan, task.shard, write_shard_job(job, progress))
         return done
     if plan.options.restart_markers:  # imported once here rather than in every forked worker
         import fastdata.decode.native  # noqa: F401
@@ -102,7 +105,7 @@ def write_shards(
         position = {shard.key: n for n, shard in enumerate(shards)}
         with worker_pool(workers, init_worker, report=progress is not None, args=(shards,)) as pool:
             def submit(task: Task) -> None:
-                job = _job(out, plan, task, run, position[task.shard.key])
+                job = _job(out, plan, task, run, position[task.shard.key], made)
                 running[pool.submit(write_shard_job, job)] = task
                 if task.pieces > 1:
                     count[task.shard.key] = task.pieces
@@ -155,14 +158,19 @@ def write_shards(
     return done
 
 
-def _job(out: str, plan: Plan, task: Task, run: RunOptions, position: int | None = None) -> ShardJob:
+def _job(out: str, plan: Plan, task: Task, run: RunOptions, position: int | None = None,
+         made: set[Path] | None = None) -> ShardJob:
     """The job of ``task``; with ``position`` (the shard's place in what the
-    workers got at start-up) it names its items instead of carrying them."""
+    workers got at start-up) it names its items instead of carrying them.
+    ``made``: the split folders made already (one ``mkdir`` each, not one a shard)."""
     shard = task.shard
     if task.piece == 0:
         state.clear_shard(out, plan, shard)
     directory = plan.split_dir(out, shard.split) if task.pieces == 1 else state.piece_dir(out, shard, task.piece)
-    directory.mkdir(parents=True, exist_ok=True)
+    if made is None or directory not in made:
+        directory.mkdir(parents=True, exist_ok=True)
+        if made is not None and task.pieces == 1:  # a piece's folder is removed once it is joined
+            made.add(directory)
     o = plan.options
     encode = EncodeOptions(resize=o.resize, quality=o.quality, reencode=o.reencode, verify_decode=run.verify_decode,
                            restart_markers=o.restart_markers)
