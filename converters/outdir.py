@@ -122,7 +122,8 @@ def _warn_source_changes(req: ConvertRequest, plan: Plan, source: dict, stderr: 
 
 def _scan(req: ConvertRequest, source: dict) -> ScanResult:
     if req.src is not None:
-        scan = scan_folder(req.src, extensions=req.extensions, allow_empty_classes=req.allow_empty_classes)
+        scan = scan_folder(req.src, extensions=req.extensions, allow_empty_classes=req.allow_empty_classes,
+                           workers=req.run.workers)
     else:
         from fastdata.formats.lst import read_lst
 

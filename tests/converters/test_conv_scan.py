@@ -201,3 +201,57 @@ def test_the_garbage_collector_is_paused_only_while_items_are_made(tmp_path):
         assert not gc.isenabled()  # a caller's own choice is kept
     finally:
         gc.enable()
+
+
+def _mixed_tree(root):
+    """Classes with nested folders, hidden and foreign files, empty files, a FIFO and a broken link."""
+    for c, n in (("ants", 23), ("bees", 17), ("cats", 0)):
+        (root / c).mkdir(parents=True)
+        for i in range(n):
+            _touch(root / c / ("deep" if i % 5 == 0 else "") / f"{i:03d}.jpg", b"x" * (i + 1))
+    _touch(root / "ants" / "zero.jpg", b"")
+    _touch(root / "bees" / ".hidden.jpg", b"h")
+    _touch(root / "bees" / "notes.txt", b"t")
+    os.mkfifo(root / "bees" / "pipe.jpg")
+    os.symlink(root / "nowhere.jpg", root / "ants" / "broken.jpg")
+
+
+def _scanned(root, **kwargs):
+    s = scan_folder(root, allow_empty_classes=True, **kwargs)
+    return s.classes, list(s.items), s.skipped, s.ignored
+
+
+def test_stat_workers_give_the_same_scan(tmp_path, monkeypatch):
+    """A large folder's stats spread over forked workers (here: any folder, in slices of 3 files)
+    give the same items, skips and ignored files, in the same order, as the scan alone."""
+    from fastdata.converters import forkpool, scan
+
+    _mixed_tree(tmp_path)
+    alone = _scanned(tmp_path)
+    pools = []
+    real = forkpool.ForkPool.__init__
+
+    def spy(self, workers, *args, **kwargs):
+        pools.append(workers)
+        real(self, workers, *args, **kwargs)
+
+    monkeypatch.setattr(forkpool.ForkPool, "__init__", spy)
+    monkeypatch.setattr(scan, "PARALLEL_STAT_FROM", 8)
+    monkeypatch.setattr(scan, "STAT_TASK", 3)
+    assert _scanned(tmp_path, workers=3) == alone and pools == [3]
+    monkeypatch.setattr(scan, "PARALLEL_STAT_FROM", 10_000)
+    assert _scanned(tmp_path, workers=3) == alone and pools == [3]  # below it: no pool
+
+
+def _stat_slice_then_die(d, start, stop):
+    os.kill(os.getpid(), 9)
+
+
+def test_a_stat_worker_killed_by_the_os_leaves_the_scan_to_do_it(tmp_path, monkeypatch):
+    from fastdata.converters import scan
+
+    _mixed_tree(tmp_path)
+    alone = _scanned(tmp_path)
+    monkeypatch.setattr(scan, "PARALLEL_STAT_FROM", 8)
+    monkeypatch.setattr(scan, "_stat_slice", _stat_slice_then_die)
+    assert _scanned(tmp_path, workers=2) == alone
