@@ -41,7 +41,7 @@ from fastdata.formats.sample import ShardInfo
 from . import state
 from .outdir import check_nesting, load_or_make_plan
 from .pack import write_shards
-from .plan import Plan
+from .plan import Plan, ShardPlan
 from .report import Progress, Summary
 from .request import ConvertRequest
 
@@ -92,8 +92,13 @@ def _convert(req: ConvertRequest, stdout: TextIO, stderr: TextIO) -> int:
         _say(req, stdout, f"fastdata convert: {node}: nothing to do, {out} was finished by another node meanwhile")
         return 0
     progress = Progress(sum(len(s.items) for s in pending), enabled=not req.quiet)
+    sources: dict[str, str] = {}  # sources.jsonl's lines by shard, made while the workers write
+
+    def recorded(shard: ShardPlan, record: dict) -> None:
+        sources[shard.key] = shard_sources(plan, shard, record)
+
     try:
-        written = write_shards(str(out), plan, pending, req.run, progress if progress.shown else None)
+        written = write_shards(str(out), plan, pending, req.run, progress if progress.shown else None, recorded)
     finally:
         progress.close()
     this_run = Summary.from_records(str(out), plan, written)
@@ -109,7 +114,8 @@ def _convert(req: ConvertRequest, stdout: TextIO, stderr: TextIO) -> int:
     if not state.try_lock(out, force=req.num_nodes == 1):
         _say(req, stdout, f"fastdata convert: another node is writing the manifest of {out}")
         return 0
-    return _finish(out, plan, records, req.allow_skips, req.quiet, _RunStats(progress.seconds, this_run), stdout, stderr)
+    return _finish(out, plan, records, req.allow_skips, req.quiet, _RunStats(progress.seconds, this_run), stdout, stderr,
+                   sources)
 
 
 def _say(req: ConvertRequest, stdout: TextIO, line: str) -> None:
@@ -171,7 +177,8 @@ def _finished_summary(out: Path) -> str:
     )
 
 
-def _finish(out: Path, plan: Plan, records: dict, allow_skips: bool, quiet: bool, run: _RunStats, stdout: TextIO, stderr: TextIO) -> int:
+def _finish(out: Path, plan: Plan, records: dict, allow_skips: bool, quiet: bool, run: _RunStats, stdout: TextIO,
+            stderr: TextIO, sources: dict[str, str] | None = None) -> int:
     summary = Summary.from_records(str(out), plan, records)
     if not quiet:
         for line in summary.lines(seconds=run.seconds, this_run=run.summary):
@@ -210,27 +217,37 @@ def _finish(out: Path, plan: Plan, records: dict, allow_skips: bool, quiet: bool
         directory.mkdir(parents=True, exist_ok=True)
         extra = {"converter": summary.converter_extra(plan, split)}
         if infos:
-            extra["sources"] = _write_sources(directory, plan, split, records)
+            extra["sources"] = _write_sources(directory, plan, split, records, sources)
         dataset_writer.finish_dataset(directory, plan.options.format, infos, plan.classes, extra=extra)
     state.cleanup(out)
     return 0
 
 
-def _write_sources(directory: Path, plan: Plan, split: str, records: dict) -> str:
+def _write_sources(directory: Path, plan: Plan, split: str, records: dict, ready: dict[str, str] | None = None) -> str:
     """Write :data:`SOURCES_FILE`: line ``i`` is the JSON string of the file sample
     ``i`` was converted from, so errors about a damaged record can name it (the
-    plan that knew it is deleted once the conversion is finished)."""
+    plan that knew it is deleted once the conversion is finished). ``ready``:
+    the text of shards already made by :func:`shard_sources` (by shard key)."""
+    ready = ready or {}
+    parts = [ready[s.key] if s.key in ready else shard_sources(plan, s, records[s.key])
+             for s in plan.shards if s.split == split]
+    write_text_atomic(directory / SOURCES_FILE, "".join(parts))
+    return SOURCES_FILE
+
+
+def shard_sources(plan: Plan, shard: ShardPlan, record: dict) -> str:
+    """The lines of :data:`SOURCES_FILE` for ``shard``'s samples, given its done record
+    (its skipped files have none). Made as each shard is recorded, while the workers
+    write the next ones, so that the finish only joins them."""
     root = plan.source["root"]
-    rels: list[str] = []
-    for shard in plan.shards:
-        if shard.split != split:
-            continue
-        skipped = records[shard.key]["skipped"]
-        if skipped:
-            gone = {path for path, _ in skipped}
-            rels += [item.rel for item in shard.items if item.path not in gone]
-        else:
-            rels += map(_REL, shard.items)
+    skipped = record["skipped"]
+    if skipped:
+        gone = {path for path, _ in skipped}
+        rels = [item.rel for item in shard.items if item.path not in gone]
+    else:
+        rels = list(map(_REL, shard.items))
+    if not rels:
+        return ""
     if os.sep == "/" and not any(map(str.startswith, rels, itertools.repeat("/"))):  # then join(root, rel) is prefix + rel
         prefix = os.path.join(root, "")
         paths = list(map(prefix.__add__, rels))
@@ -240,8 +257,7 @@ def _write_sources(directory: Path, plan: Plan, split: str, records: dict) -> st
         paths = [p if p.isascii() else p.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for p in paths]
     # what json.dumps does for one string, mapped in C over all of them (a call of
     # json.dumps per line was most of this function's time)
-    write_text_atomic(directory / SOURCES_FILE, "\n".join(map(_JSON_STRING, paths)) + "\n" if paths else "")
-    return SOURCES_FILE
+    return "\n".join(map(_JSON_STRING, paths)) + "\n"
 
 
 _REL = operator.itemgetter(1)  # SourceItem.rel

@@ -68,12 +68,14 @@ def write_shards(
     shards: list[ShardPlan],
     run: RunOptions,
     progress: Callable[[int, int], None] | None = None,
+    recorded: Callable[[ShardPlan, dict], None] | None = None,
 ) -> dict[str, dict]:
     """Write ``shards`` (each from scratch), record each as done, and return
     their records by shard key.
 
     ``progress(images, source_bytes)``, when given, is called as images are
-    written (every few dozen images per worker).
+    written (every few dozen images per worker); ``recorded(shard, record)``
+    as each shard is recorded (while the workers go on with the others).
 
     Raises:
         SkippedFile: with ``on_error="raise"``, the first image that cannot be converted.
@@ -90,10 +92,17 @@ def write_shards(
     tail = Tail(shards[cut:], run.min_piece_bytes)
     done: dict[str, dict] = {}
     made: set[Path] = set()
+
+    def done_with(shard: ShardPlan, record: dict) -> dict:
+        _record(out, plan, shard, record)
+        if recorded is not None:
+            recorded(shard, record)
+        return record
+
     if workers <= 1:
         for task in whole:
             job = _job(out, plan, task, run, made=made)
-            done[task.shard.key] = _record(out, plan, task.shard, write_shard_job(job, progress))
+            done[task.shard.key] = done_with(task.shard, write_shard_job(job, progress))
         return done
     if plan.options.restart_markers:  # imported once here rather than in every forked worker
         import fastdata.decode.native  # noqa: F401
@@ -129,12 +138,12 @@ def write_shards(
                 for token, outcome in finished:
                     task = running.pop(token)
                     if isinstance(task, _Joining):
-                        done[task.shard.key] = _record(out, plan, task.shard, merge_records(task.records, outcome.result()))
+                        done[task.shard.key] = done_with(task.shard, merge_records(task.records, outcome.result()))
                         continue
                     record = outcome.result()
                     speed.add(task.size, outcome.seconds)
                     if task.pieces == 1:
-                        done[task.shard.key] = _record(out, plan, task.shard, record)
+                        done[task.shard.key] = done_with(task.shard, record)
                         continue
                     got = pieces.setdefault(task.shard.key, {})
                     got[task.piece] = record

@@ -121,3 +121,32 @@ def test_sources_file_matches_the_line_by_line_rule(tmp_path, root):
     everything_skipped = {s.key: {"skipped": [(it.path, "x") for it in s.items]} for s in lst.shards}
     _write_sources(tmp_path, lst, "", everything_skipped)
     assert (tmp_path / SOURCES_FILE).read_text() == "" == _sources_one_line_at_a_time(root, lst, "", everything_skipped)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_each_shards_sources_are_made_as_it_is_recorded(tmp_path, capsys, monkeypatch, workers):
+    """The finish only joins the shards' lines, made while the workers wrote the others,
+    and they are the lines the finish would have made itself."""
+    from fastdata.converters import convert
+
+    made = {}
+    real = convert._write_sources
+
+    def spy(directory, plan, split, records, ready=None):
+        made.update(ready or {})
+        name = real(directory, plan, split, records, ready)
+        alone = tmp_path / "alone"
+        alone.mkdir(exist_ok=True)
+        real(alone, plan, split, records)
+        assert (alone / name).read_bytes() == (directory / name).read_bytes()
+        return name
+
+    monkeypatch.setattr(convert, "_write_sources", spy)
+    src = tmp_path / "src"
+    make_folder(src, {"a": 5, "b": 4})
+    (src / "b" / "broken.jpg").write_bytes(b"\xff\xd8 not a jpeg")  # skipped: no line
+    code = run_cli(capsys, "convert", src, tmp_path / "out", "--format", "recordio", "--shards", "3", "--allow-skips",
+                   "--workers", workers, "-q")[0]
+    assert code == 0 and len(made) == 3
+    lines = (tmp_path / "out" / SOURCES_FILE).read_text().splitlines()
+    assert len(lines) == 9 and not any("broken" in line for line in lines)
