@@ -254,25 +254,25 @@ class ForkPool:
                 os.kill(worker.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        self._close(wait=True)
+        self._close()
 
     def shutdown(self) -> None:
         """Let the workers finish and leave (they exit when their task pipe closes)."""
-        self._close(wait=True)
+        self._close()
 
-    def _close(self, wait: bool) -> None:
+    def _close(self) -> None:
+        """Close every pipe, then reap the workers."""
         for worker in self._workers:
             for fd in (worker.tasks, worker.results):
                 try:
                     os.close(fd)
                 except OSError:
                     pass
-        if wait:
-            for worker in self._workers:
-                try:
-                    os.waitpid(worker.pid, 0)
-                except ChildProcessError:
-                    pass
+        for worker in self._workers:
+            try:
+                os.waitpid(worker.pid, 0)
+            except ChildProcessError:
+                pass
         self._workers = []
 
     def __enter__(self) -> ForkPool:

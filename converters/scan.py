@@ -260,15 +260,15 @@ def _sizes(dirs: list[tuple[str, list[str]]], workers: int) -> list[array]:
     total = sum(len(names) for _, names in dirs)
     if workers <= 1 or total < PARALLEL_STAT_FROM or start_method() != "fork":
         return [_stat_sizes(dirpath, names) for dirpath, names in dirs]
-    from .forkpool import ForkPool, WorkerDied
-    from .parallel import _worker_init
+    from .forkpool import WorkerDied
+    from .parallel import worker_pool
 
     step = max(STAT_TASK, -(-total // (4 * workers)))
     tasks = [(d, start, min(start + step, len(names))) for d, (_, names) in enumerate(dirs)
              for start in range(0, len(names), step)]
     got: dict[int, bytes] = {}
     try:
-        with ForkPool(min(workers, len(tasks)), _install_listing, args=(dirs,), worker_init=_worker_init) as pool:
+        with worker_pool(min(workers, len(tasks)), _install_listing, args=(dirs,)) as pool:
             tokens = [pool.submit(_stat_slice, *task) for task in tasks]
             while len(got) < len(tokens):
                 for token, outcome in pool.completed():
@@ -327,11 +327,10 @@ def _walk_error(errors: list[tuple[str, str]]):
     return record
 
 
-def _stat_file(path: str, name: str | None = None, dir_fd: int | None = None) -> tuple[int, str | None]:
-    """``(size, None)``, or ``(0, why)`` when ``stat`` alone shows ``path`` cannot be an image file
-    (stat'ed as ``name`` in the open folder ``dir_fd`` when given)."""
+def _stat_file(path: str) -> tuple[int, str | None]:
+    """``(size, None)``, or ``(0, why)`` when ``stat`` alone shows ``path`` cannot be an image file."""
     try:
-        st = os.stat(name, dir_fd=dir_fd) if dir_fd is not None else os.stat(path)
+        st = os.stat(path)
     except OSError as exc:
         if os.path.islink(path):
             return 0, f"broken symlink (target {os.readlink(path)!r} is missing)"

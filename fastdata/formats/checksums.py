@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import FormatError
 from . import speedups as _speedups
+from ._atomic import sha256_file
 from .crc import crc32c
 
 if TYPE_CHECKING:  # numpy is not imported at run time: a small conversion does not pay its import
@@ -214,7 +215,7 @@ def mismatch(path: str | os.PathLike[str], record: int, *, offset: int | None = 
 # -- whole-file digests -------------------------------------------------------
 
 def digest_of(data: bytes | memoryview) -> str:
-    return f"crc32c:{crc32c(data):08x}"
+    return crc_digest(crc32c(data))
 
 
 def crc_digest(value: int) -> str:
@@ -224,13 +225,7 @@ def crc_digest(value: int) -> str:
 def file_digest(path: str | os.PathLike[str], kind: str = "crc32c", chunk: int = 1 << 22) -> str:
     """``"crc32c:..."`` (or ``"sha256:..."``) of the file at ``path``, read in chunks."""
     if kind == "sha256":
-        import hashlib  # loads OpenSSL (~3 ms of start-up): only for sha256 digests, which fastdata does not write
-
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            while block := f.read(chunk):
-                h.update(block)
-        return f"sha256:{h.hexdigest()}"
+        return f"sha256:{sha256_file(path, chunk)}"
     value = 0
     with open(path, "rb") as f:
         while block := f.read(chunk):
