@@ -24,7 +24,6 @@ and versions.
 from __future__ import annotations
 
 import argparse
-import ast
 import gc
 import json
 import os
@@ -48,7 +47,7 @@ PHASES = ("scan", "make_plan", "save", "load", "sources")
 
 
 def load_base(rev: str) -> types.SimpleNamespace:
-    """``scan``, ``plan`` and ``_write_sources`` as they were at ``rev``."""
+    """``scan``, ``plan`` and ``convert`` (for ``_write_sources``) as they were at ``rev``."""
 
     def show(path: str) -> str:
         return subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:{path}"], check=True,
@@ -57,22 +56,21 @@ def load_base(rev: str) -> types.SimpleNamespace:
     pkg = types.ModuleType("fastdata_base_converters")
     pkg.__path__ = []
     sys.modules[pkg.__name__] = pkg
+    # the converter's other modules (parallel, forkpool, ...) are not timed here: the working tree's stand in
+    import fastdata.converters as current
+
+    for other in os.listdir(os.path.dirname(current.__file__)):
+        name = other[:-3]
+        if other.endswith(".py") and name not in ("scan", "plan", "convert", "__init__"):
+            sys.modules[f"{pkg.__name__}.{name}"] = __import__(f"fastdata.converters.{name}", fromlist=["_"])
     mods = {}
-    for name in ("scan", "plan"):  # plan imports .scan: scan first
+    for name in ("scan", "plan", "convert"):  # each imports the ones before it
         mod = types.ModuleType(f"{pkg.__name__}.{name}")
         mod.__package__ = pkg.__name__
         sys.modules[mod.__name__] = mod
         exec(compile(show(f"converters/{name}.py"), f"{rev}:converters/{name}.py", "exec"), mod.__dict__)
         mods[name] = mod
-    # _write_sources alone: convert.py imports the rest of the converter
-    tree = ast.parse(show("converters/convert.py"))
-    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "_write_sources")
-    from fastdata.formats._atomic import write_text_atomic
-
-    ns = {"os": os, "json": json, "Path": Path, "Plan": mods["plan"].Plan, "write_text_atomic": write_text_atomic,
-          "SOURCES_FILE": "sources.jsonl"}
-    exec(compile(ast.Module([fn], []), f"{rev}:converters/convert.py", "exec"), ns)
-    return types.SimpleNamespace(scan=mods["scan"], plan=mods["plan"], write_sources=ns["_write_sources"])
+    return types.SimpleNamespace(scan=mods["scan"], plan=mods["plan"], write_sources=mods["convert"]._write_sources)
 
 
 def load_new() -> types.SimpleNamespace:

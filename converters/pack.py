@@ -28,9 +28,8 @@ from fastdata.errors import FastDataError
 from fastdata.formats import registry
 
 from . import state
-from .forkpool import WorkerDied
 from .normalize import EncodeOptions
-from .parallel import worker_pool
+from .parallel import WorkerDied, worker_pool
 from .plan import Plan, ShardPlan
 from .tail import MIN_PIECE_BYTES, Tail, Task, tail_start
 from .work import ShardJob, init_worker, join_pieces, merge_records, write_shard_job

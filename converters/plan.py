@@ -10,7 +10,6 @@ worker count, any number of nodes, and after a resume. The plan is saved as
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import itertools
 import json
 import operator
@@ -159,6 +158,8 @@ class Plan:
             ) from exc
 
     def fingerprint(self) -> str:
+        import hashlib  # only when a plan on disk is compared with this one: ~5 ms of start-up otherwise
+
         return hashlib.sha256(self.to_json().encode("utf-8", "surrogatepass")).hexdigest()
 
     def save(self, out: str | os.PathLike[str]) -> Path:
