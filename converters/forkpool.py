@@ -32,11 +32,13 @@ from typing import Any
 
 from fastdata.errors import FastDataError
 
-from .parallel import WorkerDied
-
 _LENGTH = struct.Struct("<Q")
 # what a worker writes back: a task's result, its error, or a progress report
 _OK, _ERROR, _REPORT = 0, 1, 2
+
+
+class WorkerDied(FastDataError):
+    """A worker process ended without answering (killed by the OS, out of memory, a crash)."""
 
 
 class Outcome:

@@ -29,7 +29,7 @@ from fastdata.formats import registry
 
 from . import state
 from .normalize import EncodeOptions
-from .parallel import WorkerDied, worker_pool
+from .parallel import worker_pool
 from .plan import Plan, ShardPlan
 from .tail import MIN_PIECE_BYTES, Tail, Task, tail_start
 from .work import ShardJob, init_worker, join_pieces, merge_records, write_shard_job
@@ -91,6 +91,7 @@ def write_shards(
     tail = Tail(shards[cut:], run.min_piece_bytes)
     done: dict[str, dict] = {}
     made: set[Path] = set()
+    present = state.present_names(out, plan, shards)
 
     def done_with(shard: ShardPlan, record: dict) -> dict:
         _record(out, plan, shard, record)
@@ -100,7 +101,7 @@ def write_shards(
 
     if workers <= 1:
         for task in whole:
-            job = _job(out, plan, task, run, made=made)
+            job = _job(out, plan, task, run, made=made, present=present)
             done[task.shard.key] = done_with(task.shard, write_shard_job(job, progress))
         return done
     if plan.options.restart_markers:  # imported once here rather than in every forked worker
@@ -113,7 +114,7 @@ def write_shards(
         position = {shard.key: n for n, shard in enumerate(shards)}
         with worker_pool(workers, init_worker, report=progress is not None, args=(shards,)) as pool:
             def submit(task: Task) -> None:
-                job = _job(out, plan, task, run, position[task.shard.key], made)
+                job = _job(out, plan, task, run, position[task.shard.key], made, present)
                 running[pool.submit(write_shard_job, job)] = task
                 if task.pieces > 1:
                     count[task.shard.key] = task.pieces
@@ -157,6 +158,8 @@ def write_shards(
         unfinished.update({s.key: s for s in shards if s.key in pieces})
         for shard in unfinished.values():  # what the killed workers left (a shard committed but not recorded is redone)
             state.clear_shard(out, plan, shard)
+        from .forkpool import WorkerDied  # only a pool raises it: a one-worker run does not import forkpool
+
         if not isinstance(exc, WorkerDied):
             raise
         raise FastDataError(
@@ -167,13 +170,14 @@ def write_shards(
 
 
 def _job(out: str, plan: Plan, task: Task, run: RunOptions, position: int | None = None,
-         made: set[Path] | None = None) -> ShardJob:
+         made: set[Path] | None = None, present: set[str] | None = None) -> ShardJob:
     """The job of ``task``; with ``position`` (the shard's place in what the
     workers got at start-up) it names its items instead of carrying them.
-    ``made``: the split folders made already (one ``mkdir`` each, not one a shard)."""
+    ``made``: the split folders made already (one ``mkdir`` each, not one a shard);
+    ``present``: :func:`.state.present_names` before the first job."""
     shard = task.shard
     if task.piece == 0:
-        state.clear_shard(out, plan, shard)
+        state.clear_shard(out, plan, shard, present)
     directory = plan.split_dir(out, shard.split) if task.pieces == 1 else state.piece_dir(out, shard, task.piece)
     if made is None or directory not in made:
         directory.mkdir(parents=True, exist_ok=True)

@@ -23,8 +23,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from fastdata.errors import FastDataError
-
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
 
@@ -37,10 +35,6 @@ if TYPE_CHECKING:
 # fork would copy while held. Never forkserver: its workers are the server's children,
 # and the server outlives a kill -9 of the converter, so PR_SET_PDEATHSIG would not fire.
 START_METHOD = "spawn"
-
-
-class WorkerDied(FastDataError):
-    """A worker process ended without answering (killed by the OS, out of memory, a crash)."""
 
 
 def start_method() -> str:
@@ -212,7 +206,7 @@ class SpawnPool:
         from concurrent.futures import FIRST_COMPLETED, wait
         from concurrent.futures.process import BrokenProcessPool
 
-        from .forkpool import Outcome
+        from .forkpool import Outcome, WorkerDied
 
         if not self._futures:
             return []

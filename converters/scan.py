@@ -260,7 +260,8 @@ def _sizes(dirs: list[tuple[str, list[str]]], workers: int) -> list[array]:
     total = sum(len(names) for _, names in dirs)
     if workers <= 1 or total < PARALLEL_STAT_FROM or start_method() != "fork":
         return [_stat_sizes(dirpath, names) for dirpath, names in dirs]
-    from .parallel import WorkerDied, worker_pool
+    from .forkpool import WorkerDied
+    from .parallel import worker_pool
 
     step = max(STAT_TASK, -(-total // (4 * workers)))
     tasks = [(d, start, min(start + step, len(names))) for d, (_, names) in enumerate(dirs)

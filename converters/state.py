@@ -159,11 +159,6 @@ def piece_dir(out: str | os.PathLike[str], shard: ShardPlan, piece: int) -> Path
     return pieces_of(out, shard) / str(piece)
 
 
-def clear_pieces(out: str | os.PathLike[str], shard: ShardPlan) -> None:
-    """Remove whatever the pieces of ``shard`` left."""
-    remove(pieces_of(out, shard))
-
-
 def record_path(out: str | os.PathLike[str], shard: ShardPlan) -> Path:
     return Path(out) / STATE_DIR / f"{shard.key}.json"
 
@@ -218,13 +213,31 @@ def done_records(out: str | os.PathLike[str], plan: Plan) -> dict[str, dict[str,
     return {s.key: r for s in plan.shards if (r := read_record(out, plan, s)) is not None}
 
 
-def clear_shard(out: str | os.PathLike[str], plan: Plan, shard: ShardPlan) -> None:
+def clear_shard(out: str | os.PathLike[str], plan: Plan, shard: ShardPlan, present: set[str] | None = None) -> None:
     """Remove whatever an interrupted attempt left of ``shard``: its record,
-    its final-named files (and index), its ``.partial`` files and its pieces."""
-    remove(record_path(out, shard))
-    clear_pieces(out, shard)
-    for leftover in shard_files(plan.split_dir(out, shard.split), shard.file):
-        remove(leftover)
+    its final-named files (and index), its ``.partial`` files and its pieces.
+
+    ``present``: the names among them that exist (see :func:`present_names`);
+    None looks at each (one ``lstat`` a name)."""
+    names = [record_path(out, shard), pieces_of(out, shard), *shard_files(plan.split_dir(out, shard.split), shard.file)]
+    for leftover in names:
+        if present is None or os.fspath(leftover) in present:
+            remove(leftover)
+
+
+def present_names(out: str | os.PathLike[str], plan: Plan, shards: list[ShardPlan]) -> set[str]:
+    """Every name now in the folders where :func:`clear_shard` looks for ``shards``'
+    leftovers: one listing a folder instead of ten ``lstat`` a shard (a fresh
+    output has none of them). Valid until this process writes those shards."""
+    state = Path(out) / STATE_DIR
+    folders = {plan.split_dir(out, s.split) for s in shards} | {state, state / "pieces"}
+    present: set[str] = set()
+    for folder in map(os.fspath, folders):
+        try:
+            present.update(os.path.join(folder, name) for name in os.listdir(folder))
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+    return present
 
 
 def remove_partials(out: str | os.PathLike[str], plan: Plan) -> None:
