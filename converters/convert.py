@@ -24,9 +24,6 @@ Exit codes: 0 done; 1 the shards are written but files were skipped and
 from __future__ import annotations
 
 import dataclasses
-import itertools
-import json
-import operator
 import os
 import sys
 from pathlib import Path
@@ -44,6 +41,7 @@ from .pack import write_shards
 from .plan import Plan, ShardPlan
 from .report import Progress, Summary
 from .request import ConvertRequest
+from .work import sources_lines
 
 __all__ = ["SOURCES_FILE", "ConvertRequest", "convert", "merge"]
 
@@ -92,13 +90,14 @@ def _convert(req: ConvertRequest, stdout: TextIO, stderr: TextIO) -> int:
         _say(req, stdout, f"fastdata convert: {node}: nothing to do, {out} was finished by another node meanwhile")
         return 0
     progress = Progress(sum(len(s.items) for s in pending), enabled=not req.quiet)
-    sources: dict[str, str] = {}  # sources.jsonl's lines by shard, made while the workers write
+    sources: dict[str, str] = {}  # sources.jsonl's lines by shard, made by the workers
 
-    def recorded(shard: ShardPlan, record: dict) -> None:
-        sources[shard.key] = shard_sources(plan, shard, record)
+    def recorded(shard: ShardPlan, record: dict, lines: str) -> None:
+        sources[shard.key] = lines
 
     try:
-        written = write_shards(str(out), plan, pending, req.run, progress if progress.shown else None, recorded)
+        written = write_shards(str(out), plan, pending, req.run, progress if progress.shown else None,
+                               recorded, plan.source["root"])
     finally:
         progress.close()
     this_run = Summary.from_records(str(out), plan, written)
@@ -237,31 +236,9 @@ def _write_sources(directory: Path, plan: Plan, split: str, records: dict, ready
 
 def shard_sources(plan: Plan, shard: ShardPlan, record: dict) -> str:
     """The lines of :data:`SOURCES_FILE` for ``shard``'s samples, given its done record
-    (its skipped files have none). Made as each shard is recorded, while the workers
-    write the next ones, so that the finish only joins them."""
-    root = plan.source["root"]
-    skipped = record["skipped"]
-    if skipped:
-        gone = {path for path, _ in skipped}
-        rels = [item.rel for item in shard.items if item.path not in gone]
-    else:
-        rels = list(map(_REL, shard.items))
-    if not rels:
-        return ""
-    if os.sep == "/" and not any(map(str.startswith, rels, itertools.repeat("/"))):  # then join(root, rel) is prefix + rel
-        prefix = os.path.join(root, "")
-        paths = list(map(prefix.__add__, rels))
-    else:
-        paths = [os.path.join(root, rel.replace("/", os.sep)) for rel in rels]
-    if not all(map(str.isascii, paths)):  # undecodable bytes arrive as surrogate escapes; JSON holds UTF-8
-        paths = [p if p.isascii() else p.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for p in paths]
-    # what json.dumps does for one string, mapped in C over all of them (a call of
-    # json.dumps per line was most of this function's time)
-    return "\n".join(map(_JSON_STRING, paths)) + "\n"
-
-
-_REL = operator.itemgetter(1)  # SourceItem.rel
-_JSON_STRING = json.encoder.encode_basestring_ascii
+    (its skipped files have none): for shards recorded by an earlier run or another
+    node (the workers make them for the shards they write, see :class:`.work.ShardJob`)."""
+    return sources_lines(plan.source["root"], shard.items, record["skipped"])
 
 
 def _check_request(req: ConvertRequest) -> None:

@@ -67,14 +67,17 @@ def write_shards(
     shards: list[ShardPlan],
     run: RunOptions,
     progress: Callable[[int, int], None] | None = None,
-    recorded: Callable[[ShardPlan, dict], None] | None = None,
+    recorded: Callable[[ShardPlan, dict, str], None] | None = None,
+    sources_root: str | None = None,
 ) -> dict[str, dict]:
     """Write ``shards`` (each from scratch), record each as done, and return
     their records by shard key.
 
     ``progress(images, source_bytes)``, when given, is called as images are
-    written (every few dozen images per worker); ``recorded(shard, record)``
-    as each shard is recorded (while the workers go on with the others).
+    written (every few dozen images per worker); ``recorded(shard, record, lines)``
+    as each shard is recorded (while the workers go on with the others), with
+    its lines of ``sources.jsonl`` (made by the workers from ``sources_root``,
+    see :func:`.work.sources_lines`; given both or neither).
 
     Raises:
         SkippedFile: with ``on_error="raise"``, the first image that cannot be converted.
@@ -93,28 +96,30 @@ def write_shards(
     made: set[Path] = set()
     present = state.present_names(out, plan, shards)
 
-    def done_with(shard: ShardPlan, record: dict) -> dict:
+    def done_with(shard: ShardPlan, record: dict, lines: str) -> dict:
         _record(out, plan, shard, record)
         if recorded is not None:
-            recorded(shard, record)
+            recorded(shard, record, lines)
         return record
 
     if workers <= 1:
         for task in whole:
-            job = _job(out, plan, task, run, made=made, present=present)
-            done[task.shard.key] = done_with(task.shard, write_shard_job(job, progress))
+            job = _job(out, plan, task, run, made=made, present=present, sources_root=sources_root)
+            record = write_shard_job(job, progress)
+            done[task.shard.key] = done_with(task.shard, record, record.pop("sources", ""))
         return done
     if plan.options.restart_markers:  # imported once here rather than in every forked worker
         import fastdata.decode.native  # noqa: F401
     running: dict[int, Task | _Joining] = {}  # by the pool's token
     pieces: dict[str, dict[int, dict]] = {}  # records of the pieces written so far, by shard key, until it is joined
+    lines: dict[str, dict[int, str]] = {}  # and their lines of sources.jsonl
     count: dict[str, int] = {}  # how many pieces a shard has, once its last is handed out
     speed = _Speed()
     try:
         position = {shard.key: n for n, shard in enumerate(shards)}
         with worker_pool(workers, init_worker, report=progress is not None, args=(shards,)) as pool:
             def submit(task: Task) -> None:
-                job = _job(out, plan, task, run, position[task.shard.key], made, present)
+                job = _job(out, plan, task, run, position[task.shard.key], made, present, sources_root)
                 running[pool.submit(write_shard_job, job)] = task
                 if task.pieces > 1:
                     count[task.shard.key] = task.pieces
@@ -138,20 +143,25 @@ def write_shards(
                 for token, outcome in finished:
                     task = running.pop(token)
                     if isinstance(task, _Joining):
-                        done[task.shard.key] = done_with(task.shard, merge_records(task.records, outcome.result()))
+                        record = merge_records(task.records, outcome.result())
+                        done[task.shard.key] = done_with(task.shard, record, task.lines)
                         continue
                     record = outcome.result()
+                    text = record.pop("sources", "")
                     speed.add(task.size, outcome.seconds)
                     if task.pieces == 1:
-                        done[task.shard.key] = done_with(task.shard, record)
+                        done[task.shard.key] = done_with(task.shard, record, text)
                         continue
                     got = pieces.setdefault(task.shard.key, {})
                     got[task.piece] = record
+                    lines.setdefault(task.shard.key, {})[task.piece] = text
                     if len(got) == count.get(task.shard.key):
                         # joined by a worker: at the end, the last shards' joins run side by side
                         records = [got[k] for k in range(len(got))]
                         join = _join_args(out, plan, task.shard, records, run.fsync)
-                        running[pool.submit(join_pieces, *join)] = _Joining(task.shard, records)
+                        texts = lines.pop(task.shard.key)
+                        running[pool.submit(join_pieces, *join)] = _Joining(
+                            task.shard, records, "".join(texts[k] for k in range(len(texts))))
                         del pieces[task.shard.key]
     except BaseException as exc:
         unfinished = {t.shard.key: t.shard for t in running.values()}  # joins in flight included
@@ -170,11 +180,12 @@ def write_shards(
 
 
 def _job(out: str, plan: Plan, task: Task, run: RunOptions, position: int | None = None,
-         made: set[Path] | None = None, present: set[str] | None = None) -> ShardJob:
+         made: set[Path] | None = None, present: set[str] | None = None, sources_root: str | None = None) -> ShardJob:
     """The job of ``task``; with ``position`` (the shard's place in what the
     workers got at start-up) it names its items instead of carrying them.
     ``made``: the split folders made already (one ``mkdir`` each, not one a shard);
-    ``present``: :func:`.state.present_names` before the first job."""
+    ``present``: :func:`.state.present_names` before the first job;
+    ``sources_root``: as :attr:`.work.ShardJob.sources_root`."""
     shard = task.shard
     if task.piece == 0:
         state.clear_shard(out, plan, shard, present)
@@ -191,7 +202,7 @@ def _job(out: str, plan: Plan, task: Task, run: RunOptions, position: int | None
     else:
         items, ids, ref = None, None, (position, task.start, task.stop)
     return ShardJob(str(directory / shard.file), o.format, items, ids, plan.classes, encode, run.on_error,
-                    run.test_delay, run.fsync, ref)
+                    run.test_delay, run.fsync, ref, sources_root)
 
 
 class _Speed:
@@ -215,10 +226,12 @@ class _Speed:
 
 @dataclasses.dataclass(frozen=True)
 class _Joining:
-    """A shard whose pieces are all written, being joined by a worker; ``records`` are the pieces'."""
+    """A shard whose pieces are all written, being joined by a worker; ``records``
+    and ``lines`` (of ``sources.jsonl``, joined) are the pieces'."""
 
     shard: ShardPlan
     records: list[dict]
+    lines: str
 
 
 def _join_args(out: str, plan: Plan, shard: ShardPlan, records: list[dict], fsync: bool) -> tuple:

@@ -15,6 +15,9 @@ Pillow and the format, not the planning machinery.
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import json
+import operator
 import os
 import time
 from collections import Counter
@@ -45,7 +48,9 @@ class ShardJob:
     """Everything needed to write one shard, picklable.
 
     ``path`` is the shard's final path (its directory exists); ``items`` and
-    ``ids`` are the plan's; ``classes`` names the labels (may be empty). In
+    ``ids`` are the plan's; ``classes`` names the labels (may be empty);
+    ``sources_root``: the source's root when the record is to carry the
+    shard's lines of ``sources.jsonl`` (:func:`sources_lines`) as ``"sources"``. In
     a pool, ``items`` and ``ids`` are None and ``ref`` is ``(position, start,
     stop)`` in the shards the worker got at start-up: pickling every item
     with its task cost the main process about 9 us an image.
@@ -61,6 +66,7 @@ class ShardJob:
     delay: float = 0.0
     fsync: bool = False
     ref: tuple[int, int, int] | None = None
+    sources_root: str | None = None
 
     def samples(self) -> tuple[list[SourceItem], list[int]]:
         """The items and sample ids to write."""
@@ -188,7 +194,37 @@ def write_shard_job(job: ShardJob, report: Callable[[int, int], None] | None = N
             f"{job.path}: the {spec.name} writer stopped after {done} of {len(items)} images (a bug in the format writer)"
         )
     # an all-skipped shard is removed by the caller (state.clear_shard knows every name it may have)
-    return stats.record(info if info.records else None)
+    record = stats.record(info if info.records else None)
+    if job.sources_root is not None:  # made here, beside the other workers, rather than in the parent
+        record["sources"] = sources_lines(job.sources_root, items, stats.skipped)
+    return record
+
+
+def sources_lines(root: str, items: list[SourceItem], skipped: list) -> str:
+    """The lines of ``sources.jsonl`` for ``items`` written (``skipped``: the
+    ``(path, reason)`` of those that were not): the JSON string of each one's
+    file, ``root`` joined with its ``rel``."""
+    if skipped:
+        gone = {path for path, _ in skipped}
+        rels = [item.rel for item in items if item.path not in gone]
+    else:
+        rels = list(map(_REL, items))
+    if not rels:
+        return ""
+    if os.sep == "/" and not any(map(str.startswith, rels, itertools.repeat("/"))):  # then join(root, rel) is prefix + rel
+        prefix = os.path.join(root, "")
+        paths = list(map(prefix.__add__, rels))
+    else:
+        paths = [os.path.join(root, rel.replace("/", os.sep)) for rel in rels]
+    if not all(map(str.isascii, paths)):  # undecodable bytes arrive as surrogate escapes; JSON holds UTF-8
+        paths = [p if p.isascii() else p.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for p in paths]
+    # what json.dumps does for one string, mapped in C over all of them (a call of
+    # json.dumps per line was most of the time)
+    return "\n".join(map(_JSON_STRING, paths)) + "\n"
+
+
+_REL = operator.itemgetter(1)  # SourceItem.rel
+_JSON_STRING = json.encoder.encode_basestring_ascii
 
 
 def _samples(job: ShardJob, items: list[SourceItem], ids: list[int], stats: ShardStats,

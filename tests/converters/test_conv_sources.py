@@ -123,10 +123,11 @@ def test_sources_file_matches_the_line_by_line_rule(tmp_path, root):
     assert (tmp_path / SOURCES_FILE).read_text() == "" == _sources_one_line_at_a_time(root, lst, "", everything_skipped)
 
 
-@pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.parametrize("workers", [["1"], ["2"], ["3", "--test-min-piece", "1"]], ids=["1", "2", "3-pieces"])
 def test_each_shards_sources_are_made_as_it_is_recorded(tmp_path, capsys, monkeypatch, workers):
-    """The finish only joins the shards' lines, made while the workers wrote the others,
-    and they are the lines the finish would have made itself."""
+    """The finish only joins the shards' lines, made by the workers that wrote them (a shard
+    written in pieces: its pieces' lines in order), and they are the lines the finish would
+    have made itself."""
     from fastdata.converters import convert
 
     made = {}
@@ -146,7 +147,7 @@ def test_each_shards_sources_are_made_as_it_is_recorded(tmp_path, capsys, monkey
     make_folder(src, {"a": 5, "b": 4})
     (src / "b" / "broken.jpg").write_bytes(b"\xff\xd8 not a jpeg")  # skipped: no line
     code = run_cli(capsys, "convert", src, tmp_path / "out", "--format", "recordio", "--shards", "3", "--allow-skips",
-                   "--workers", workers, "-q")[0]
+                   "--workers", *workers, "-q")[0]
     assert code == 0 and len(made) == 3
     lines = (tmp_path / "out" / SOURCES_FILE).read_text().splitlines()
     assert len(lines) == 9 and not any("broken" in line for line in lines)
