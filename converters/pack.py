@@ -82,7 +82,10 @@ def write_shards(
     Raises:
         SkippedFile: with ``on_error="raise"``, the first image that cannot be converted.
         FastDataError: a worker process died.
+        ValueError: only one of ``recorded`` and ``sources_root`` is given.
     """
+    if (recorded is None) != (sources_root is None):
+        raise ValueError("write_shards: give recorded and sources_root both or neither")
     if not shards:
         return {}
     workers = min(run.workers, sum(len(s.items) for s in shards))

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 from convkit import jpeg, make_folder, run_cli, tree
-from fastdata.converters.plan import Plan
+from fastdata.converters import state as conv_state
+from fastdata.converters.plan import Plan, PlanOptions, make_plan
+from fastdata.converters.scan import ScanResult, SourceItem
 from fastdata.converters.state import STATE_DIR
 from fastdata.formats import registry
 
@@ -279,24 +281,20 @@ def test_a_conversion_started_with_the_version_1_plan_file_resumes_byte_identica
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_pending_shard_loses_every_leftover_that_one_listing_finds(tmp_path, fmt):
     """What write_shards clears before a shard's first task: the names present_names listed, all of them."""
-    from fastdata.converters import state
-    from fastdata.converters.plan import PlanOptions, make_plan
-    from fastdata.converters.scan import ScanResult, SourceItem
-
     items = [SourceItem(f"/src/c{k % 2}/{k}.jpg", f"c{k % 2}/{k}.jpg", k % 2, 100) for k in range(12)]
     plan = make_plan(ScanResult(root="/src", classes=["c0", "c1"], items=items),
                      PlanOptions(format=fmt, shards=3, val_fraction=0.25), {})
     out = tmp_path / "out"
-    assert state.present_names(out, plan, plan.shards) == set()  # a fresh output: no lstat at all
+    assert conv_state.present_names(out, plan, plan.shards) == set()  # a fresh output: no lstat at all
     target, other = plan.shards[0], plan.shards[-1]
-    leftovers = [state.record_path(out, target), state.piece_dir(out, target, 1) / target.file,
-                 *state.shard_files(plan.split_dir(out, target.split), target.file)]
-    kept = [state.record_path(out, other), *state.shard_files(plan.split_dir(out, other.split), other.file)]
+    leftovers = [conv_state.record_path(out, target), conv_state.piece_dir(out, target, 1) / target.file,
+                 *conv_state.shard_files(plan.split_dir(out, target.split), target.file)]
+    kept = [conv_state.record_path(out, other), *conv_state.shard_files(plan.split_dir(out, other.split), other.file)]
     for path in leftovers + kept:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"left by a killed run")
-    present = state.present_names(out, plan, plan.shards)
-    state.clear_shard(out, plan, target, present)
+    present = conv_state.present_names(out, plan, plan.shards)
+    conv_state.clear_shard(out, plan, target, present)
     assert [p for p in leftovers if p.exists()] == []
-    assert not state.pieces_of(out, target).exists()
+    assert not conv_state.pieces_of(out, target).exists()
     assert all(p.exists() for p in kept)
