@@ -14,8 +14,34 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
+from pathlib import Path
 
 from .checksums import combine as crc32c_combine
+from .sample import ShardInfo
+
+
+def join_data(
+    target: Path, pieces: list[tuple[Path, ShardInfo]], index_of: Callable[[Path], str | os.PathLike[str]],
+    field: int, sep: str | None,
+) -> tuple[bytes, int, int]:
+    """The data of ``pieces`` (each ``(its data file, its ShardInfo)``, in order) end to
+    end in ``target``: the first piece's file becomes it, the others are appended and
+    stay for the caller to remove. Returns the pieces' index lines (from
+    ``index_of(piece)``, offsets in column ``field`` moved by what comes before, see
+    :func:`shift_offsets`), the CRC32C of the whole data and its size."""
+    lines: list[str] = []
+    parts: list[tuple[int, int]] = []
+    base = 0
+    os.replace(pieces[0][0], target)  # the first piece's bytes stay where they are
+    with open(target, "r+b") as out:  # not "ab": copy_file_range refuses an O_APPEND target
+        out.seek(0, os.SEEK_END)
+        for k, (piece, info) in enumerate(pieces):
+            if k:
+                append_file(out, piece)
+            lines.append(shift_offsets(Path(index_of(piece)).read_text(encoding="ascii"), base, field, sep))
+            parts.append((int(info.digests[piece.name].partition(":")[2], 16), info.bytes))
+            base += info.bytes
+    return "".join(lines).encode("ascii"), combined(parts), base
 
 
 def append_file(target, source: str | os.PathLike[str]) -> int:

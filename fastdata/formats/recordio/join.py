@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import checksums as _sums
 from .._atomic import written
-from ..concat import append_file, combined, shift_offsets
+from ..concat import join_data
 from ..sample import ShardInfo
 from .index import default_index_path
 
@@ -25,27 +25,14 @@ def join_shard(path: str | os.PathLike[str], pieces: list[tuple[Path, ShardInfo]
     ``write_shard``: the ``.rec`` gets its final name last."""
     rec = Path(path)
     idx, crc = default_index_path(rec), _sums.sidecar_path(rec)
-    lines: list[str] = []
-    crcs: list[int] = []
-    parts: list[tuple[int, int]] = []
-    base = 0
     with written(idx, crc, rec) as (tmp_idx, tmp_crc, tmp_rec):
-        os.replace(pieces[0][0], tmp_rec)  # the first piece's bytes stay where they are
-        with open(tmp_rec, "r+b") as out:  # not "ab": copy_file_range refuses an O_APPEND target
-            out.seek(0, os.SEEK_END)
-            for k, (piece, info) in enumerate(pieces):
-                if k:
-                    append_file(out, piece)
-                text = default_index_path(piece).read_text(encoding="ascii")
-                lines.append(shift_offsets(text, base, 1, "\t"))
-                crcs.extend(_sums.load(_sums.sidecar_path(piece), records=info.records, data_bytes=info.bytes, data_file=piece))
-                parts.append((int(info.digests[piece.name].partition(":")[2], 16), info.bytes))
-                base += info.bytes
-        index_text = "".join(lines).encode("ascii")
+        index_text, file_crc, size = join_data(tmp_rec, pieces, default_index_path, 1, "\t")
+        crcs = [c for piece, info in pieces
+                for c in _sums.load(_sums.sidecar_path(piece), records=info.records, data_bytes=info.bytes, data_file=piece)]
         tmp_idx.write_bytes(index_text)
         digests = {
-            rec.name: _sums.crc_digest(combined(parts)),
+            rec.name: _sums.crc_digest(file_crc),
             idx.name: _sums.digest_of(index_text),
-            crc.name: _sums.write(tmp_crc, crcs, base),
+            crc.name: _sums.write(tmp_crc, crcs, size),
         }
-    return ShardInfo(file=rec.name, records=len(crcs), bytes=base, index=idx.name, checksums=crc.name, digests=digests)
+    return ShardInfo(file=rec.name, records=len(crcs), bytes=size, index=idx.name, checksums=crc.name, digests=digests)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .. import checksums as _sums
 from .._atomic import written
-from ..concat import append_file, combined, shift_offsets
+from ..concat import join_data
 from ..sample import ShardInfo
 from .index import default_index_path
 
@@ -24,21 +24,9 @@ def join_shard(path: str | os.PathLike[str], pieces: list[tuple[Path, ShardInfo]
     ``write_shard``: the index gets its final name first, the data last."""
     path = Path(path)
     index = Path(default_index_path(path))
-    lines: list[str] = []
-    parts: list[tuple[int, int]] = []
-    base = records = 0
     with written(index, path) as (index_part, part):
-        os.replace(pieces[0][0], part)
-        with open(part, "r+b") as out:  # not "ab": copy_file_range refuses an O_APPEND target
-            out.seek(0, os.SEEK_END)
-            for k, (piece, info) in enumerate(pieces):
-                if k:
-                    append_file(out, piece)
-                lines.append(shift_offsets(Path(default_index_path(piece)).read_text(encoding="ascii"), base, 0, None))
-                parts.append((int(info.digests[piece.name].partition(":")[2], 16), info.bytes))
-                base += info.bytes
-                records += info.records
-        index_text = "".join(lines).encode("ascii")
+        index_text, file_crc, size = join_data(part, pieces, default_index_path, 0, None)
         index_part.write_bytes(index_text)
-        digests = {path.name: _sums.crc_digest(combined(parts)), index.name: _sums.digest_of(index_text)}
-    return ShardInfo(file=path.name, records=records, bytes=base, index=index.name, digests=digests)
+        digests = {path.name: _sums.crc_digest(file_crc), index.name: _sums.digest_of(index_text)}
+    records = sum(info.records for _, info in pieces)
+    return ShardInfo(file=path.name, records=records, bytes=size, index=index.name, digests=digests)
