@@ -6,7 +6,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
-import time
 
 import numpy as np
 import pytest
@@ -71,13 +70,15 @@ def test_dataloader_workers(tmp_path, context):
     assert len(pids) == 2 and os.getpid() not in pids
 
 
-# ImageNet-1k's .idx loads in ~0.1 s of CPU with whole-array numpy; the
-# per-line fallback alone takes ~0.5 s, so this bound catches a fall to it.
-# CPU time, not wall time: other processes on the machine do not count.
-INDEX_PARSE_BOUND_S = 0.3
+def test_a_full_size_index_loads_by_the_whole_array_parse(tmp_path, monkeypatch):
+    """ImageNet-1k's .idx loads by the whole-array numpy parse (~0.1 s of CPU), never by the
+    per-line fallback (~0.5 s). Asked of the code path, not of a clock: a CPU-time bound
+    failed on a busy machine (0.30 s against 0.3)."""
+    from fastdata.formats.recordio import index as recordio_index
 
+    def per_line(data, path):
+        raise AssertionError(f"{path}: a well-formed .idx fell to the per-line parse")
 
-def test_a_full_size_index_loads_fast(tmp_path):
     n = 1_281_167
     rng = np.random.default_rng(0)
     offsets = np.cumsum(rng.integers(1, 40_000, n)) * 4
@@ -86,10 +87,8 @@ def test_a_full_size_index_loads_fast(tmp_path):
     rec = tmp_path / "big.rec"
     with open(rec, "wb") as f:  # sparse: only the size matters until a record is read
         f.truncate(int(offsets[-1]) + 4096)
-    start = time.process_time()
+    monkeypatch.setattr(recordio_index, "_parse_lines", per_line)
     reader = Reader(rec, tmp_path / "big.idx")
-    elapsed = time.process_time() - start
     assert len(reader) == n and reader.offset(0) == offsets[0] and reader.offset(-1) == offsets[-1]
     keys, _ = parse_index(tmp_path / "big.idx")
     assert np.array_equal(reader.keys(), keys)  # lines were written in offset order
-    assert elapsed < INDEX_PARSE_BOUND_S, f"{n:,}-line .idx took {elapsed:.2f} s of CPU to parse, validate and sort"
