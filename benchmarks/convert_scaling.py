@@ -23,8 +23,8 @@ cache (one warm-up read first), and fastdata's modules are byte-compiled
 first, as ``pip install`` does (this sandbox sets PYTHONDONTWRITEBYTECODE, so
 without it every command would compile them again). The start-up part of
 each command is measured on a 2-image folder (once in every round, beside the
-whole folder's run), so the table also gives the rate beyond start-up. Results: a table on stdout and JSON (``--json``), with
-the machine and versions.
+whole folder's run), so the table also gives the rate beyond start-up.
+Results: a table on stdout and JSON (``--json``), with the machine and versions.
 
     python benchmarks/convert_scaling.py [--src DIR] [--copies 16] [--rounds 3] [--json out.json]
 

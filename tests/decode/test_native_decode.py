@@ -263,13 +263,13 @@ def test_the_gil_is_released_while_decoding():
     out = np.empty((224, 224, 3), np.uint8)
     args = (out, 1, (0, 0, info.height, info.width), (0.0, 0.0, float(info.height), float(info.width)), 1, False, 0)
     done = threading.Event()
-    failures = []
+    results = []
     seen = 0
 
     def work():
         try:
             for _ in range(3):
-                failures.append(cd.decode_resized(data, *args))
+                results.append(cd.decode_resized(data, *args))
         finally:
             done.set()
 
@@ -288,5 +288,5 @@ def test_the_gil_is_released_while_decoding():
             except BufferError:  # the decoder started between the two
                 seen += 1
     thread.join()
-    assert failures == [None, None, None]
+    assert results == [None, None, None]  # None: decoded
     assert seen > 0, "this thread never ran while the decoder held the data: the GIL is not released"

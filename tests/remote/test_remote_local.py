@@ -19,9 +19,8 @@ from remotekit import make_dataset, run_forked
 
 import fastdata
 from fastdata.errors import ConfigError, FormatError, MissingDependencyError, RemoteError
-from fastdata.remote import RetryPolicy, localize, read_log
+from fastdata.remote import RetryPolicy, localize, read_log, retry
 from fastdata.remote.cache import lock_path, locked
-from fastdata.remote import retry
 from fastdata.remote.retry import call
 from fastdata.remote.urls import cache_key, is_url, join, scrub
 
