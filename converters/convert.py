@@ -81,9 +81,9 @@ def _convert(req: ConvertRequest, stdout: TextIO, stderr: TextIO) -> int:
         _say(req, stdout, f"fastdata convert: {node}: no shard to write (the plan has {len(plan.shards)} shard(s) for "
                           f"{req.num_nodes} nodes)")
         return 0
-    recorded = [s for _, s in mine if state.record_path(out, s).exists()]
-    if recorded:  # one read of each: it can take a while for a large dataset, so say why
-        _say(req, stdout, f"fastdata convert: {node}: checking the size and CRC32C of {len(recorded)} finished shard(s)")
+    finished = [s for _, s in mine if state.record_path(out, s).exists()]
+    if finished:  # one read of each: it can take a while for a large dataset, so say why
+        _say(req, stdout, f"fastdata convert: {node}: checking the size and CRC32C of {len(finished)} finished shard(s)")
     pending = [s for _, s in mine if state.read_record(out, plan, s, check=True) is None]
     if req.num_nodes > 1 and pending and state.manifest_dirs(out):
         # the last node wrote the manifests and is removing the records this node just read
@@ -202,7 +202,7 @@ def _finish(out: Path, plan: Plan, records: dict, allow_skips: bool, quiet: bool
             info = records[shard.key]["info"]
             if info is not None:
                 directory = plan.split_dir(out, shard.split)
-                for name in [info["file"], *info.get("digests", {})]:
+                for name in dict.fromkeys([info["file"], *info.get("digests", {})]):  # the data file has a digest too
                     sync(directory / name)
         for directory in sorted({plan.split_dir(out, s.split) for s in plan.shards}):
             sync_dir(directory)

@@ -114,8 +114,8 @@ def write_shards(
     if plan.options.restart_markers:  # imported once here rather than in every forked worker
         import fastdata.decode.native  # noqa: F401
     running: dict[int, Task | _Joining] = {}  # by the pool's token
-    pieces: dict[str, dict[int, dict]] = {}  # records of the pieces written so far, by shard key, until it is joined
-    lines: dict[str, dict[int, str]] = {}  # and their lines of sources.jsonl
+    # the pieces written so far (their records and lines of sources.jsonl), by shard key, until it is joined
+    pieces: dict[str, dict[int, tuple[dict, str]]] = {}
     count: dict[str, int] = {}  # how many pieces a shard has, once its last is handed out
     speed = _Speed()
     try:
@@ -156,15 +156,12 @@ def write_shards(
                         done[task.shard.key] = done_with(task.shard, record, text)
                         continue
                     got = pieces.setdefault(task.shard.key, {})
-                    got[task.piece] = record
-                    lines.setdefault(task.shard.key, {})[task.piece] = text
+                    got[task.piece] = record, text
                     if len(got) == count.get(task.shard.key):
                         # joined by a worker: at the end, the last shards' joins run side by side
-                        records = [got[k] for k in range(len(got))]
-                        join = _join_args(out, plan, task.shard, records, run.fsync)
-                        texts = lines.pop(task.shard.key)
-                        running[pool.submit(join_pieces, *join)] = _Joining(
-                            task.shard, records, "".join(texts[k] for k in range(len(texts))))
+                        records, texts = zip(*(got[k] for k in range(len(got))))
+                        join = _join_args(out, plan, task.shard, list(records), run.fsync)
+                        running[pool.submit(join_pieces, *join)] = _Joining(task.shard, list(records), "".join(texts))
                         del pieces[task.shard.key]
     except BaseException as exc:
         unfinished = {t.shard.key: t.shard for t in running.values()}  # joins in flight included

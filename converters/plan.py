@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import operator
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,7 +22,7 @@ from fastdata.formats import dataset_writer
 from fastdata.formats._atomic import commit, partial_path
 from fastdata.order.conversion import conversion_generator, conversion_order
 
-from .scan import ScanResult, SourceItem, without_gc
+from .scan import ITEM_SIZE, ScanResult, SourceItem, without_gc
 
 #: Source bytes per shard unless --shard-size or --shards says otherwise. A shard is
 #: one worker's task, so shards small enough that every worker gets several keep
@@ -34,9 +33,6 @@ PLAN_NAME = ".fastdata-plan.json"
 #: 2: items as columns (version 1, one list per item, is still read: see Plan.from_json).
 PLAN_VERSION = 2
 _VAL_STREAM, _ORDER_STREAM = 0x7A1, 0x0D3
-# SourceItem.size by index: Python 3.11 does not specialise a NamedTuple's attribute reads (a
-# slots member's it does), and this one runs once per image
-_SIZE = operator.itemgetter(3)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -269,7 +265,7 @@ def make_plan(scan: ScanResult, options: PlanOptions, source: dict[str, Any]) ->
         if options.shuffle:
             order = conversion_order(options.seed, _ORDER_STREAM, n, len(members))
             members = [members[i] for i in order]
-        for index, (start, stop) in enumerate(_boundaries(list(map(_SIZE, members)), options)):
+        for index, (start, stop) in enumerate(_boundaries(list(map(ITEM_SIZE, members)), options)):
             shards.append(
                 ShardPlan(
                     split,

@@ -20,12 +20,9 @@ joins copy less than cutting every tail shard into one piece per worker.
 from __future__ import annotations
 
 import dataclasses
-import operator
 
 from .plan import ShardPlan
-from .scan import SourceItem
-
-_SIZE = operator.itemgetter(SourceItem._fields.index("size"))  # an item's size, read in C: a dataset's worth of reads
+from .scan import ITEM_SIZE
 
 #: Smallest piece a shard is cut into: below it, a task's start and its share of the join cost more than the balance buys.
 MIN_PIECE_BYTES = 4 << 20
@@ -45,7 +42,7 @@ class Task:
     @property
     def size(self) -> int:
         """The source bytes of its items: what the balance counts a task's cost by."""
-        return sum(map(_SIZE, self.shard.items[self.start:self.stop]))
+        return sum(map(ITEM_SIZE, self.shard.items[self.start:self.stop]))
 
 
 def tail_start(shards: list[ShardPlan], workers: int, joinable: bool) -> int:
@@ -54,7 +51,7 @@ def tail_start(shards: list[ShardPlan], workers: int, joinable: bool) -> int:
     work left, ``left / workers``. ``joinable`` False or one worker: no tail."""
     if not joinable or workers <= 1:
         return len(shards)
-    sizes = [sum(map(_SIZE, shard.items)) for shard in shards]
+    sizes = [sum(map(ITEM_SIZE, shard.items)) for shard in shards]
     left = sum(sizes)
     for g, (shard, size) in enumerate(zip(shards, sizes)):
         if size * workers > left and len(shard.items) > 1:
@@ -79,7 +76,7 @@ class Tail:
 
     def __init__(self, shards: list[ShardPlan], min_piece_bytes: int = MIN_PIECE_BYTES) -> None:
         self._shards = shards
-        self._sizes = [list(map(_SIZE, shard.items)) for shard in shards]
+        self._sizes = [list(map(ITEM_SIZE, shard.items)) for shard in shards]
         self._min = min_piece_bytes
         self._g = self._start = self._piece = 0
         self.left = sum(map(sum, self._sizes))

@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import operator
 import os
 import time
 from collections import Counter
@@ -31,7 +30,7 @@ from fastdata.formats._atomic import durable, remove
 from fastdata.formats.sample import Sample, ShardInfo
 
 from .normalize import RESTART_REASON, EncodeOptions, prepare
-from .scan import SkippedFile, SourceItem
+from .scan import ITEM_REL, SkippedFile, SourceItem
 
 REPORT_EVERY = 64  # images between progress reports from a worker
 
@@ -208,7 +207,7 @@ def sources_lines(root: str, items: list[SourceItem], skipped: list) -> str:
         gone = {path for path, _ in skipped}
         rels = [item.rel for item in items if item.path not in gone]
     else:
-        rels = list(map(_REL, items))
+        rels = list(map(ITEM_REL, items))
     if not rels:
         return ""
     if os.sep == "/" and not any(map(str.startswith, rels, itertools.repeat("/"))):  # then join(root, rel) is prefix + rel
@@ -223,7 +222,6 @@ def sources_lines(root: str, items: list[SourceItem], skipped: list) -> str:
     return "\n".join(map(_JSON_STRING, paths)) + "\n"
 
 
-_REL = operator.itemgetter(1)  # SourceItem.rel
 _JSON_STRING = json.encoder.encode_basestring_ascii
 
 
