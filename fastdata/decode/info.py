@@ -33,6 +33,9 @@ class ImageInfo:
         mode: stored pixel layout: for JPEG ``"L"``, ``"RGB"`` (YCbCr or RGB)
             or ``"CMYK"`` (CMYK or YCCK); otherwise Pillow's mode.
         progressive: JPEG with progressive scans.
+        frame: the JPEG start-of-frame marker (0xC0 baseline, 0xC1 extended,
+            0xC2 progressive, 0xC3 lossless, 0xC9-0xCB arithmetic coding...); 0 otherwise.
+        precision: bits per sample of a JPEG (8, or 12 and 16 for rarer files).
     """
 
     height: int
@@ -41,6 +44,8 @@ class ImageInfo:
     orientation: int = 1
     mode: str = "RGB"
     progressive: bool = False
+    frame: int = 0
+    precision: int = 8
 
     @property
     def stored_size(self) -> tuple[int, int]:
@@ -100,7 +105,7 @@ def parse_jpeg_header(data: bytes, *, name: str | None = None) -> ImageInfo:
     """Walk the JPEG markers up to the first scan (SOS); see :func:`read_info`."""
     n = len(data)
     pos = 2
-    frame: tuple[int, int, int, bool] | None = None
+    frame: tuple[int, int, int, int, int] | None = None
     orientation = 0
     while True:
         # Markers may be preceded by fill bytes 0xFF; libjpeg also skips junk.
@@ -126,7 +131,7 @@ def parse_jpeg_header(data: bytes, *, name: str | None = None) -> ImageInfo:
             if seg_end - start < 6:
                 break
             height, width = struct.unpack_from(">HH", data, start + 1)
-            frame = (height, width, data[start + 5], marker in _PROGRESSIVE)
+            frame = (height, width, data[start + 5], marker, data[start])
         elif marker == 0xE1 and not orientation and data[start : start + 6] == b"Exif\x00\x00":
             orientation = exif_orientation(data, start + 6, seg_end)
         elif marker == 0xDA:
@@ -134,7 +139,7 @@ def parse_jpeg_header(data: bytes, *, name: str | None = None) -> ImageInfo:
         pos = seg_end
     if frame is None:
         raise DecodeError(f"{name or 'JPEG bytes'}: no JPEG frame header before the image data (truncated or not a JPEG)")
-    height, width, components, progressive = frame
+    height, width, components, marker, precision = frame
     if height == 0 or width == 0:
         raise DecodeError(f"{name or 'JPEG bytes'}: JPEG frame header gives size {width}x{height} (height set by DNL is not supported)")
     mode = {1: "L", 3: "RGB", 4: "CMYK"}.get(components)
@@ -143,7 +148,7 @@ def parse_jpeg_header(data: bytes, *, name: str | None = None) -> ImageInfo:
     orientation = orientation or 1
     if orientation >= 5:
         height, width = width, height
-    return ImageInfo(height, width, "JPEG", orientation, mode, progressive)
+    return ImageInfo(height, width, "JPEG", orientation, mode, marker in _PROGRESSIVE, marker, precision)
 
 
 def exif_orientation(buf: Any, start: int, end: int) -> int:

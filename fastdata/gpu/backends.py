@@ -23,74 +23,119 @@ from __future__ import annotations
 import importlib
 from typing import Any, Protocol
 
+import numpy as np
 import torch
 
 from ..decode import decode
 from ..errors import ConfigError, MissingDependencyError
 from .plan import Accepts
+from .probe import probe
 
-__all__ = ["BACKENDS", "CPUDecoder", "Decoder", "NvImageCodecDecoder", "TorchvisionDecoder", "gpu_backend"]
+__all__ = ["BACKENDS", "CPUDecoder", "Decoder", "NvImageCodecDecoder", "TorchvisionDecoder", "cuda_device", "gpu_backend"]
 
 
 class Decoder(Protocol):
+    """``decode`` returns one entry per input: its image, or None for an
+    input it could not decode; it may instead raise when the whole call fails
+    (torchvision does for one bad image), and the caller then splits the batch."""
+
     name: str
     layout: str
     accepts: Accepts
 
-    def decode(self, encoded: list[torch.Tensor], device: torch.device) -> list[torch.Tensor]: ...
+    def decode(self, encoded: list[torch.Tensor], device: torch.device) -> list[torch.Tensor | None]: ...
+
+
+def cuda_device(device: torch.device | str) -> torch.device:
+    """``device`` with its index: ``"cuda"`` is the current device, resolved
+    once, so that every rank decodes on its own GPU and torchvision, which
+    rebuilds its global decoder whenever the device it is given differs
+    (``"cuda"`` against ``"cuda:0"``), always gets the same one."""
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    return device
 
 
 class TorchvisionDecoder:
     """Batched nvJPEG through torchvision.
 
     torchvision decodes on a private CUDA stream into memory it allocates on
-    the caller's stream, and orders only its results after the call: memory
-    the caller's stream freed but had not finished with could be overwritten
-    (silent corruption was reported on H100). So the caller's stream is
-    synchronised before each call. Progressive JPEGs would take nvJPEG's
-    one-at-a-time path, so the workers keep them on the CPU.
+    the caller's stream: memory that the caller's stream freed but whose
+    last readers are still queued there could be overwritten (silent
+    corruption was reported on H100). So with ``guard`` the caller's stream
+    is synchronised before each call; the stage calls from its own thread,
+    so this never blocks the training loop. Progressive JPEGs would take
+    nvJPEG's one-at-a-time path, so the workers keep them on the CPU.
     """
 
     name, layout = "torchvision", "chw"
     accepts = Accepts(progressive=False)
 
-    def __init__(self) -> None:
+    def __init__(self, guard: bool = True) -> None:
         try:
             io = importlib.import_module("torchvision.io")
         except ImportError as exc:
             raise MissingDependencyError(f"the torchvision decoder needs torchvision >= 0.20 ({exc})") from exc
-        self._decode, self._mode = io.decode_jpeg, io.ImageReadMode.RGB
+        self._decode, self._mode, self.guard = io.decode_jpeg, io.ImageReadMode.RGB, guard
 
-    def decode(self, encoded: list[torch.Tensor], device: torch.device) -> list[torch.Tensor]:  # pragma: no cover - CUDA
-        torch.cuda.current_stream(device).synchronize()
+    def decode(self, encoded: list[torch.Tensor], device: torch.device) -> list[torch.Tensor | None]:  # pragma: no cover - CUDA
+        if self.guard:
+            torch.cuda.current_stream(device).synchronize()
         return list(self._decode(encoded, mode=self._mode, device=device))
 
 
 class NvImageCodecDecoder:
-    """Batched decode with NVIDIA nvImageCodec, ordered on the caller's stream."""
+    """Batched decode with NVIDIA nvImageCodec (the hardware JPEG engine where
+    there is one), results ordered on the caller's stream.
+
+    The hardware engine does not wait for earlier work on that stream, so
+    ``guard`` synchronises it first, as for torchvision. An image it cannot
+    decode comes back as None, and only that image goes to the CPU path.
+
+    Args:
+        guard: synchronise the caller's stream before each call.
+        cpu: decode with nvImageCodec's CPU backend into host memory (for
+            checks on machines without a GPU; not a fast path).
+    """
 
     name, layout = "nvimgcodec", "hwc"
     accepts = Accepts(progressive=True)
 
-    def __init__(self) -> None:
+    def __init__(self, guard: bool = True, cpu: bool = False) -> None:
         try:
             self._codec = importlib.import_module("nvidia.nvimgcodec")
         except ImportError as exc:
             raise MissingDependencyError(
-                f"the nvimgcodec decoder needs pip install 'fastdata[gpu]' (nvidia-nvimgcodec-cu13; -cu12 for CUDA 12) ({exc})"
+                f"the nvimgcodec decoder needs pip install 'fastdata[gpu]' (nvidia-nvimgcodec-cu13[nvjpeg]; -cu12 for "
+                f"CUDA 12) ({exc})"
             ) from exc
+        codec = self._codec
+        self.guard, self.cpu = guard, cpu
+        self.params = codec.DecodeParams(color_spec=codec.ColorSpec.SRGB, apply_exif_orientation=False)
         self._decoders: dict[int, Any] = {}
 
-    def decode(self, encoded: list[torch.Tensor], device: torch.device) -> list[torch.Tensor]:  # pragma: no cover - CUDA
-        codec, index = self._codec, device.index or 0
+    def _decoder(self, device: torch.device) -> Any:
+        index = -1 if self.cpu else cuda_device(device).index
         if index not in self._decoders:
-            self._decoders[index] = codec.Decoder(device_id=index)
-        params = codec.DecodeParams(color_spec=codec.ColorSpec.RGB, apply_exif_orientation=False)
-        stream = torch.cuda.current_stream(device)
-        images = self._decoders[index].decode([t.numpy() for t in encoded], params=params, cuda_stream=stream.cuda_stream)
-        if any(image is None for image in images):
-            raise RuntimeError("nvImageCodec could not decode every image of the batch")
-        return [torch.as_tensor(image, device=device) for image in images]
+            codec = self._codec
+            self._decoders[index] = (
+                codec.Decoder(device_id=codec.NVIMGCODEC_DEVICE_CPU_ONLY, backends=[codec.Backend(codec.BackendKind.CPU_ONLY)])
+                if self.cpu else codec.Decoder(device_id=index)
+            )
+        return self._decoders[index]
+
+    def decode(self, encoded: list[torch.Tensor], device: torch.device) -> list[torch.Tensor | None]:
+        codec, decoder = self._codec, self._decoder(device)
+        streams = [codec.CodeStream(t.numpy()) for t in encoded]
+        if self.cpu:
+            images = decoder.decode(streams, params=self.params)
+            return [None if im is None else torch.from_numpy(np.asarray(im.cpu())).to(device) for im in images]
+        stream = torch.cuda.current_stream(device)  # pragma: no cover - CUDA from here on
+        if self.guard:
+            stream.synchronize()
+        images = decoder.decode(streams, params=self.params, cuda_stream=stream.cuda_stream)
+        return [None if im is None else torch.as_tensor(im, device=device) for im in images]
 
 
 class CPUDecoder:
@@ -118,27 +163,39 @@ BACKENDS: dict[str, type] = {"torchvision": TorchvisionDecoder, "nvimgcodec": Nv
 """GPU decoders by name, in the order ``backend="auto"`` tries them."""
 
 
-def gpu_backend(choice: str | Decoder) -> Decoder:
-    """The decoder ``choice`` names (``"auto"``: the first of :data:`BACKENDS`
-    that imports), or ``choice`` itself when it is a decoder object.
+def gpu_backend(choice: str | Decoder, device: torch.device | None = None) -> tuple[Decoder, str]:
+    """The decoder ``choice`` names, or ``choice`` itself when it is a decoder
+    object, and why it was chosen (one line, for ``repr(loader)``).
+
+    ``"auto"`` takes the first of :data:`BACKENDS` that imports AND decodes a
+    tiny JPEG right on ``device`` (:func:`~fastdata.gpu.probe.probe`): a
+    torchvision built without nvJPEG imports, then fails every batch.
 
     Raises:
-        MissingDependencyError: no GPU decoder is installed, or the named one is not.
+        MissingDependencyError: no GPU decoder works here, or the named one is not installed.
         ConfigError: an unknown name.
     """
     if not isinstance(choice, str):
-        return choice
+        return choice, "the decoder object passed"
     if choice == "cpu":
-        return CPUDecoder()
+        return CPUDecoder(), "backend='cpu'"
     if choice != "auto":
         if choice not in BACKENDS:
             raise ConfigError(f"decode backend must be 'auto', 'cpu' or one of {sorted(BACKENDS)}, got {choice!r}")
-        return BACKENDS[choice]()
+        return BACKENDS[choice](), f"backend={choice!r}"
     reasons = []
-    for cls in BACKENDS.values():
+    for name, cls in BACKENDS.items():
         try:
-            return cls()
-        except MissingDependencyError as exc:
-            reasons.append(str(exc))
-    raise MissingDependencyError("decode='cuda' found no GPU JPEG decoder: " + "; ".join(reasons))
-
+            decoder = cls()
+        except MissingDependencyError:
+            reasons.append(f"{name}: not installed")
+            continue
+        failed = probe(decoder, device) if device is not None else None
+        if failed is None:
+            tried = f" ({'; '.join(reasons)})" if reasons else ""
+            return decoder, f"auto: the first that decoded a test JPEG on {device}{tried}" if device else "auto"
+        reasons.append(f"{name}: {failed}")
+    raise MissingDependencyError(
+        "decode='cuda' found no GPU JPEG decoder that works here (" + "; ".join(reasons) + "): install torchvision "
+        "with nvJPEG or pip install 'fastdata[gpu]', or use decode='cpu'"
+    )

@@ -65,10 +65,13 @@ class EncodedBatch:
         return int(self.ready.shape[1]), int(self.ready.shape[2])
 
     def pin_memory(self) -> EncodedBatch:
-        """The same batch in pinned memory (torch's DataLoader and the threads call this)."""
+        """The same batch, the tensors copied to the device pinned (torch's
+        DataLoader and the threads call this). Not ``data``: neither decoder
+        copies the encoded bytes from host memory with DMA, so pinning them
+        would be one more copy of every byte for nothing."""
         pinned = {f.name: getattr(self, f.name) for f in fields(self)}
         for name, value in pinned.items():
-            if isinstance(value, torch.Tensor):
+            if isinstance(value, torch.Tensor) and name != "data":
                 pinned[name] = value.pin_memory()
         return replace(self, **pinned)
 

@@ -35,6 +35,12 @@ SUPPORTED = (
 )
 
 
+# Huffman-coded 8-bit baseline, extended and progressive frames: what nvJPEG decodes.
+# Lossless (0xC3), arithmetic-coded (0xC9-0xCB) and 12-bit JPEGs go to the CPU
+# path; sent to the GPU, each would fail its batch and be found one call at a time.
+_GPU_FRAMES = frozenset({0xC0, 0xC1, 0xC2})
+
+
 @dataclass(frozen=True)
 class Accepts:
     """What the GPU decoder takes; the rest is decoded on the CPU in the worker.
@@ -48,6 +54,8 @@ class Accepts:
     def takes(self, info: ImageInfo) -> bool:
         return (
             info.format == "JPEG"
+            and info.frame in _GPU_FRAMES
+            and info.precision == 8
             and info.mode in ("RGB", "L")
             and info.orientation == 1
             and (self.progressive or not info.progressive)

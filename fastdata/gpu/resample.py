@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-__all__ = ["chunks", "crop_resize", "gather_rows", "pack", "weights", "window"]
+__all__ = ["chunks", "crop_resize", "gather_rows", "pack", "padding", "weights", "window"]
 
 LAYOUTS = ("chw", "hwc")
 
@@ -45,24 +45,35 @@ def window(boxes: np.ndarray, sizes: np.ndarray, out_size: tuple[int, int]) -> n
     return out
 
 
-def chunks(windows: np.ndarray, budget: int) -> list[np.ndarray]:
-    """Sample positions in groups whose padded windows (``count x 3 x rows x
-    cols``, rows and cols the group's largest) stay within ``budget`` elements;
-    one group when the whole batch fits. Sorted by area, so one huge photo
-    does not pad all the others to its size."""
-    area = windows[:, 2] * windows[:, 3] * 3
-    if len(windows) == 0 or len(windows) * int(windows[:, 2].max()) * int(windows[:, 3].max()) * 3 <= budget:
-        return [np.arange(len(windows))]
-    order = np.argsort(area, kind="stable")
-    groups, start, rows, cols = [], 0, 0, 0
-    for k, i in enumerate(order):
-        r, c = max(rows, int(windows[i, 2])), max(cols, int(windows[i, 3]))
-        if k > start and (k - start + 1) * r * c * 3 > budget:
-            groups.append(order[start:k])
-            start, r, c = k, int(windows[i, 2]), int(windows[i, 3])
-        rows, cols = r, c
-    groups.append(order[start:])
+def chunks(windows: np.ndarray, budget: int, waste: float = 1.3) -> list[np.ndarray]:
+    """Sample positions in groups resampled together. A group is padded to its
+    tallest and widest window, so each group keeps ``count x rows x cols``
+    within ``waste`` times the pixels its windows hold, and ``3 x`` that
+    within ``budget`` elements. Greedy over the windows sorted by height,
+    then width: one huge photo never pads the others to its size."""
+    if len(windows) == 0:
+        return [np.arange(0)]
+    rows, cols = windows[:, 2].astype(np.int64), windows[:, 3].astype(np.int64)
+    order = np.lexsort((-cols, -rows))  # tallest first, the widest first among equals
+    groups, group, used, top, wide = [], [], 0, 0, 0
+    for i in order.tolist():
+        r, c = int(rows[i]), int(cols[i])
+        t, w = max(top, r), max(wide, c)
+        padded = (len(group) + 1) * t * w
+        if group and (padded > waste * (used + r * c) or 3 * padded > budget):
+            groups.append(np.array(group))
+            group, used, t, w = [], 0, r, c
+        group.append(i)
+        used, top, wide = used + r * c, t, w
+    groups.append(np.array(group))
     return groups
+
+
+def padding(windows: np.ndarray, groups: list[np.ndarray]) -> float:
+    """Padded source pixels resampled over those the windows hold (1.0: no waste)."""
+    used = float((windows[:, 2] * windows[:, 3]).sum())
+    padded = sum(len(g) * int(windows[g, 2].max()) * int(windows[g, 3].max()) for g in groups if len(g))
+    return padded / used if used else 1.0
 
 
 def pack(images: list[torch.Tensor], pad: int) -> torch.Tensor:
@@ -107,13 +118,16 @@ def weights(start: torch.Tensor, length: torch.Tensor, limit: torch.Tensor, firs
     renormalised, as Pillow does at an edge; with ``flips`` the output order
     is reversed for those samples.
     """
-    dev = start.device
-    scale = (length / out).to(torch.float64)
+    # float32 (no float64 on the device: slow on most GPUs): coordinates are
+    # taken relative to the window's first pixel, so they stay small and exact
+    dev, f32 = start.device, torch.float32
+    scale = length.to(f32) / out
     support = scale.clamp(min=1.0)
-    centers = start.to(torch.float64)[:, None] + (torch.arange(out, device=dev, dtype=torch.float64) + 0.5) * scale[:, None]
-    pixels = first[:, None] + torch.arange(count, device=dev)  # (M, count)
-    x = (pixels[:, None, :].to(torch.float64) + 0.5 - centers[:, :, None]) / support[:, None, None]
-    w = (1.0 - x.abs()).clamp_(min=0.0).to(torch.float32)
+    centers = (start - first).to(f32)[:, None] + (torch.arange(out, device=dev, dtype=f32) + 0.5) * scale[:, None]
+    offsets = torch.arange(count, device=dev)
+    pixels = first[:, None] + offsets  # (M, count)
+    x = (offsets.to(f32)[None, None, :] + 0.5 - centers[:, :, None]) / support[:, None, None]
+    w = (1.0 - x.abs()).clamp_(min=0.0)
     w *= (pixels < limit[:, None]).unsqueeze(1)
     w /= w.sum(dim=2, keepdim=True).clamp_(min=1e-12)
     if flips is not None:

@@ -17,7 +17,7 @@ from ..errors import ConfigError, MissingDependencyError
 from ..loading.keyed import KeyedDataset
 from ..loading.streamed import is_stream
 from ..order.generators import SampleKey
-from .backends import CPUDecoder, Decoder, gpu_backend
+from .backends import CPUDecoder, Decoder, cuda_device, gpu_backend
 from .batch import EncodedCollate, PlannedDataset
 from .plan import Planner
 from .stage import GPUBatches
@@ -107,6 +107,7 @@ class GPURoute:
     device: torch.device
     settings: GPUDecode
     fallback: _CPUPath
+    chosen: str = ""
 
     def stage(self, dataloader: Any, prefetch: Any) -> GPUBatches:
         """The main-process stage over ``dataloader``, output as ``prefetch`` says (None: uint8)."""
@@ -115,7 +116,7 @@ class GPURoute:
             options = {"mean": prefetch.mean, "std": prefetch.std, "dtype": prefetch.dtype,
                        "memory_format": prefetch.memory_format}
         return GPUBatches(dataloader, device=self.device, decoder=self.decoder, fallback=self.fallback,
-                          budget=self.settings.budget, **options)
+                          budget=self.settings.budget, chosen=self.chosen, **options)
 
 
 def gpu_route(decode: str | GPUDecode, dataset: Any, *, prefetch: Any, collate_fn: Any, seeding: str,
@@ -153,9 +154,15 @@ def _build(settings: GPUDecode, dataset: Any, device: torch.device, prefetch: An
     if collate_fn is not None:
         raise ConfigError("decode='cuda' collates encoded bytes itself: drop collate_fn (or use decode='cpu')")
     if device.type == "cuda":
-        decoder = gpu_backend(settings.backend)
+        # the index now ("cuda" = the current device, set by then under torchrun); "auto" proves its decoder
+        # with one tiny decode, which initialises CUDA here (the workers never use it)
+        device = cuda_device(device)
+        decoder, chosen = gpu_backend(settings.backend, device)
+    elif isinstance(settings.backend, str):
+        decoder, chosen = CPUDecoder(), "no CUDA: fastdata's CPU decoder stands in"
     else:
-        decoder = CPUDecoder() if isinstance(settings.backend, str) else settings.backend
+        decoder, chosen = settings.backend, "the decoder object passed"
     planner = Planner(transform_of(dataset), decoder.accepts)
     data = PlannedDataset(with_transform(dataset, planner), seeding=seeding, rank=rank)  # type: ignore[arg-type]
-    return GPURoute(data, EncodedCollate(planner.size), decoder, device, settings, _CPUPath(dataset, seeding, rank))
+    return GPURoute(data, EncodedCollate(planner.size), decoder, device, settings, _CPUPath(dataset, seeding, rank),
+                    chosen)

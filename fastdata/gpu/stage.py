@@ -1,9 +1,11 @@
 """The main process's share of ``decode="cuda"``: decode each batch in one
-call, crop/resize/flip/normalise it with batched ops, one batch ahead on a
-side stream (as :class:`~fastdata.loading.prefetch.CUDAPrefetcher` does).
+call, crop/resize/flip/normalise it with batched ops, on a side stream and a
+thread of its own (:class:`~fastdata.gpu.ahead.Ahead`), ``depth`` batches
+ahead of the training loop, whose thread only waits on an event per batch.
 
-Without CUDA the same code runs on the CPU with :class:`~fastdata.gpu.backends.CPUDecoder`;
-only the decoder call and the stream handling differ.
+Without CUDA the same code, thread included, runs on the CPU with
+:class:`~fastdata.gpu.backends.CPUDecoder`; only the decoder call and the
+stream handling differ.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError
-from .backends import Decoder
+from .ahead import Ahead
+from .backends import Decoder, cuda_device
 from .batch import EncodedBatch
 from .resample import chunks, crop_resize, pack
 
@@ -47,13 +50,16 @@ class GPUBatches:
             ``(index, seed, epoch) -> (HWC uint8 pixels, target)`` (the dataset's
             ``on_error`` policy applies there).
         budget: elements of gathered source windows per resampling step.
+        depth: finished batches held ahead of the training loop.
+        chosen: why this decoder (for ``repr``).
     """
 
     def __init__(self, loader: Iterable[Any], *, device: torch.device, decoder: Decoder, fallback: Fallback,
                  mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
                  dtype: torch.dtype | None = None, memory_format: torch.memory_format = torch.contiguous_format,
-                 budget: int = 1 << 28) -> None:
+                 budget: int = 1 << 28, depth: int = 2, chosen: str = "") -> None:
         self.loader, self.device, self.decoder, self.fallback = loader, torch.device(device), decoder, fallback
+        self.depth, self.chosen = int(depth), chosen
         self.dtype, self.memory_format, self.budget = dtype, memory_format, int(budget)
         self.normalise = not (mean is None and std is None and dtype is None)
         mean3 = (mean or (0.0,)) * (3 if len(mean or (0.0,)) == 1 else 1)
@@ -68,6 +74,10 @@ class GPUBatches:
     def __len__(self) -> int:
         return len(self.loader)  # type: ignore[arg-type]
 
+    def __repr__(self) -> str:
+        why = f"; {self.chosen}" if self.chosen else ""
+        return f"GPUBatches({self.decoder.name} decoder on {self.device}{why})"
+
     def close(self) -> None:
         if self._active is not None:
             self._active.close()  # type: ignore[attr-defined]
@@ -77,42 +87,58 @@ class GPUBatches:
     def __iter__(self) -> Iterator[tuple[torch.Tensor, Any]]:
         if self._active is not None:
             self._active.close()  # type: ignore[attr-defined]
-        self._active = self._cuda_pass() if self.device.type == "cuda" else self._cpu_pass()
+        self._active = self._pass()
         return self._active
 
-    def _cpu_pass(self) -> Iterator[tuple[torch.Tensor, Any]]:
-        for batch in self.loader:
-            yield self.finish(batch)
+    def _pass(self) -> Iterator[tuple[torch.Tensor, Any]]:
+        cuda = self.device.type == "cuda"
+        if cuda:
+            self.device = cuda_device(self.device)
+            if self._stream is None:
+                self._stream = torch.cuda.Stream(device=self.device)
+        # iter() here, not on the thread: worker processes are started from the training loop's thread, as before
+        ahead = Ahead(self._produce(iter(self.loader), self._stream if cuda else None), self.depth, "fastdata-gpu-stage")
+        try:
+            for images, targets, batch, ready in ahead:
+                if ready is not None:  # pragma: no cover - needs CUDA
+                    consumer = torch.cuda.current_stream(self.device)
+                    consumer.wait_event(ready)
+                    images.record_stream(consumer)  # made on the side stream, used on the consumer's
+                    if isinstance(targets, torch.Tensor):
+                        targets.record_stream(consumer)
+                self.last = batch
+                yield images, targets
+        finally:
+            ahead.close()
 
-    def _cuda_pass(self) -> Iterator[tuple[torch.Tensor, Any]]:  # pragma: no cover - needs CUDA
-        if self._stream is None:
-            self._stream = torch.cuda.Stream(device=self.device)
-        stream, batches = self._stream, iter(self.loader)
-
-        def preload() -> tuple[torch.Tensor, Any] | None:
-            batch = next(batches, None)
-            if batch is None:
-                return None
-            with torch.cuda.stream(stream):
-                return self.finish(batch)
-
-        ahead = preload()
-        while ahead is not None:
-            consumer = torch.cuda.current_stream(self.device)
-            consumer.wait_stream(stream)
-            images, targets = ahead
-            images.record_stream(consumer)  # made on the side stream, used on the consumer's
-            if isinstance(targets, torch.Tensor):
-                targets.record_stream(consumer)
-            ahead = preload()
-            yield images, targets
+    def _produce(self, batches: Iterator[Any], stream: Any) -> Iterator[tuple[torch.Tensor, Any, EncodedBatch, Any]]:
+        """On the stage's thread: each batch finished, with the event that says so on ``stream``."""
+        for batch in batches:
+            if stream is None:
+                yield (*self._finish(batch), None)
+                continue
+            with torch.cuda.stream(stream):  # pragma: no cover - needs CUDA
+                images, targets, batch = self._finish(batch)
+                ready = torch.cuda.Event()
+                ready.record(stream)
+            yield images, targets, batch, ready  # pragma: no cover - needs CUDA
 
     def finish(self, batch: EncodedBatch) -> tuple[torch.Tensor, Any]:
-        """One batch, decoded and finished on ``self.device``."""
+        """One batch, decoded and finished on ``self.device`` (on the current stream)."""
+        images, targets, self.last = self._finish(batch)
+        return images, targets
+
+    def _finish(self, batch: EncodedBatch) -> tuple[torch.Tensor, Any, EncodedBatch]:
         if not isinstance(batch, EncodedBatch):
             raise ConfigError(f"decode='cuda' expects EncodedCollate's batches, got {type(batch).__name__}")
+        # float32 throughout, whatever autocast the caller runs under (bmm would
+        # otherwise hand bf16 to a float32 buffer)
+        with torch.autocast(self.device.type, enabled=False):
+            return self._finish_batch(batch)
+
+    def _finish_batch(self, batch: EncodedBatch) -> tuple[torch.Tensor, Any, EncodedBatch]:
         dev, (oh, ow) = self.device, batch.out_size
-        out = torch.empty((len(batch), 3, oh, ow), dtype=torch.float32, device=dev)
+        out = torch.empty((len(batch), 3, oh, ow), dtype=torch.float32, device=dev, memory_format=self.memory_format)
         if len(batch.gpu):
             images, rejected = self._decode(batch)
             if rejected:
@@ -122,24 +148,29 @@ class GPUBatches:
         if len(batch.ready_at):
             ready = batch.ready.to(dev, non_blocking=True).permute(0, 3, 1, 2).to(torch.float32)
             out.index_copy_(0, batch.ready_at.to(dev, non_blocking=True), ready)
-        self.last = batch
-        return self._output(out), _move(batch.targets, dev)
+        return self._output(out), _move(batch.targets, dev), batch
 
     def _decode(self, batch: EncodedBatch) -> tuple[list[torch.Tensor | None], list[int]]:
-        encoded = list(batch.data.tensor_split(batch.offsets[1:-1]))
-        try:
-            images: list[torch.Tensor | None] = list(self.decoder.decode(encoded, self.device))
-        except Exception as exc:  # which sample(s)? only after a failed batch: one call each
-            _log.debug("batch decode failed (%s); decoding its samples one at a time", exc)
-            images = []
-            for data in encoded:
-                try:
-                    images.append(self.decoder.decode([data], self.device)[0])
-                except Exception:  # noqa: BLE001 - any decoder error sends the sample to the CPU path
-                    images.append(None)
+        images = self._decode_parts(list(batch.data.tensor_split(batch.offsets[1:-1])))
         expected = batch.sizes.tolist()
         rejected = [j for j, (image, size) in enumerate(zip(images, expected)) if image is None or self._shape(image) != size]
         return images, rejected
+
+    def _decode_parts(self, encoded: list[torch.Tensor]) -> list[torch.Tensor | None]:
+        """One call for the whole list; when it raises (torchvision does for one
+        bad image), each half again: one bad file costs about 2 log2(N) calls, not N."""
+        try:
+            images = list(self.decoder.decode(encoded, self.device))
+            if len(images) == len(encoded):
+                return images
+            failure = f"{len(images)} images for {len(encoded)} inputs"
+        except Exception as exc:  # noqa: BLE001 - any decoder error: find the sample(s), send them to the CPU path
+            failure = f"{type(exc).__name__}: {exc}"
+        if len(encoded) == 1:
+            return [None]
+        _log.debug("the %s decoder failed a call of %d (%s); splitting it", self.decoder.name, len(encoded), failure)
+        half = len(encoded) // 2
+        return self._decode_parts(encoded[:half]) + self._decode_parts(encoded[half:])
 
     def _shape(self, image: torch.Tensor) -> list[int]:
         if image.ndim != 3:
@@ -173,29 +204,30 @@ class GPUBatches:
         return new, [images[j] for j in kept.tolist()]
 
     def _resample(self, batch: EncodedBatch, images: list[torch.Tensor], out: torch.Tensor) -> None:
-        dev, layout = self.device, self.decoder.layout
-        sizes, windows = batch.sizes, batch.windows
-        cols = int(windows[:, 3].max())
+        dev, layout, sizes = self.device, self.decoder.layout, batch.sizes
         starts = torch.zeros(len(sizes), dtype=torch.int64)
         torch.cumsum(3 * sizes[:-1, 0] * sizes[:-1, 1], 0, out=starts[1:])
-        flat = pack(images, 3 * cols)
-        on = {name: t.to(dev, non_blocking=True) for name, t in (
-            ("offsets", starts), ("sizes", sizes), ("boxes", batch.boxes), ("windows", windows),
-            ("flips", batch.flips[batch.gpu]), ("at", batch.gpu),
-        )}
-        for group in chunks(windows.numpy(), self.budget):
-            rows, cols = int(windows[group, 2].max()), int(windows[group, 3].max())
-            part = {k: v for k, v in on.items()} if len(group) == len(sizes) else {
-                k: v[torch.as_tensor(group).to(dev)] for k, v in on.items()
-            }
-            result = crop_resize(flat, part["offsets"], part["sizes"], part["boxes"], part["windows"], part["flips"],
-                                 batch.out_size, rows, cols, layout)
-            out.index_copy_(0, part["at"], result)
+        flat = pack(images, 3 * int(batch.windows[:, 3].max()))
+        groups = chunks(batch.windows.numpy(), self.budget)
+        order = torch.from_numpy(np.concatenate(groups))
+        # the samples in group order, in two copies to the device; each group is then a slice
+        ints = torch.cat([starts[:, None], sizes, batch.windows, batch.flips[batch.gpu][:, None].long(),
+                          batch.gpu[:, None]], dim=1)[order].to(dev, non_blocking=True)
+        boxes = batch.boxes[order].to(torch.float32).to(dev, non_blocking=True)
+        windows, first = batch.windows[order], 0
+        for group in groups:
+            part, stop = slice(first, first + len(group)), first + len(group)
+            rows, cols = int(windows[part, 2].max()), int(windows[part, 3].max())
+            g = ints[part]
+            result = crop_resize(flat, g[:, 0], g[:, 1:3], boxes[part], g[:, 3:7], g[:, 7].bool(), batch.out_size,
+                                 rows, cols, layout)
+            out.index_copy_(0, g[:, 8], result)
+            first = stop
 
     def _output(self, out: torch.Tensor) -> torch.Tensor:
+        # out is already in memory_format: these keep it, with no layout copy
         if not self.normalise:
-            return out.to(torch.uint8).contiguous(memory_format=self.memory_format)
-        out = out.contiguous(memory_format=self.memory_format)
+            return out.to(torch.uint8)
         if self._shift.device != out.device:  # moved on first use: CUDA is first touched here, never at set-up
             self._shift, self._factor = self._shift.to(out.device), self._factor.to(out.device)
         out.sub_(self._shift).mul_(self._factor)

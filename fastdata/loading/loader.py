@@ -164,7 +164,8 @@ class Loader:
     def __repr__(self) -> str:
         return (
             f"Loader({type(self.dataset).__name__}, batch_size={self.batch_size}, batches={len(self)}, "
-            f"rank={self.rank}/{self.world_size}, workers={self.workers or '?'})"
+            f"rank={self.rank}/{self.world_size}, workers={self.workers or '?'}"
+            + (f", decode={self.prefetcher!r}" if type(self.prefetcher).__name__ == "GPUBatches" else "") + ")"
         )
 
     def __enter__(self) -> Loader:

@@ -67,12 +67,41 @@ def test_a_sample_the_decoder_rejects_takes_the_cpu_path_and_rejoins_its_batch(h
     decoder = _Rejecting(size)
     cpu = next(iter(make_loader(dataset, 8, seed=6, workers=0)))
     loader = _gpu(dataset, 8, seed=6, workers=0, decode=GPUDecode(backend=decoder))
-    with caplog.at_level("WARNING", logger="fastdata.gpu"):
+    with caplog.at_level("WARNING", logger="fastdata.gpu"), loader:
         x, y = next(iter(loader))
     position = loader.prefetcher.last.names.index(victim)
     assert torch.equal(x[position], cpu[0][position]) and torch.equal(y, cpu[1])
-    assert decoder.calls == 1 + 8  # the batch, then one call per sample to find the culprit
+    assert decoder.calls == 1 + 2 * 3  # the batch of 8, then halves (4+4, 2+2, 1+1) down to the culprit
     assert victim in caplog.text and "rejected" in caplog.text
+
+
+class _Refusing(CPUDecoder):
+    """A decoder that returns None for chosen images, as nvImageCodec does, and decodes the rest."""
+
+    def __init__(self, sizes: set[int]) -> None:
+        super().__init__()
+        self.sizes, self.calls = sizes, []
+
+    def decode(self, encoded, device):
+        self.calls.append(len(encoded))
+        return [None if len(t) in self.sizes else image for t, image in zip(encoded, super().decode(encoded, device))]
+
+
+def test_images_the_decoder_returns_as_none_alone_take_the_cpu_path_in_one_call(hymenoptera, caplog):
+    dataset = photos(hymenoptera, train_transform(), count=8)
+    victims = [dataset.dataset.path(dataset.indices[i]) for i in (1, 6)]
+    decoder = _Refusing({os.path.getsize(v) for v in victims})
+    cpu = next(iter(make_loader(dataset, 8, seed=3, workers=0)))
+    loader = _gpu(dataset, 8, seed=3, workers=0, decode=GPUDecode(backend=decoder))
+    with caplog.at_level("WARNING", logger="fastdata.gpu"), loader:
+        x, y = next(iter(loader))
+    assert decoder.calls == [8]  # one batched call; no retries
+    last = loader.prefetcher.last
+    for victim in victims:
+        position = last.names.index(victim)
+        assert position in last.ready_at.tolist() and torch.equal(x[position], cpu[0][position])
+        assert victim in caplog.text
+    assert torch.equal(y, cpu[1]) and len(last.gpu) == 6
 
 
 @pytest.mark.parametrize("on_error", ["raise", "skip"])
