@@ -7,7 +7,8 @@
 #   summary.txt      the same as tables (also printed at the end)
 #   pytest_cuda.log  (a) every cuda-marked test, then the stream test without its guard (appended)
 #   pytest_cuda.xml  (a)'s junit XML
-#   bench.log        the output of (b), (c) and (d): tables, tracebacks of feeds that failed
+#   bench.log        the output of (b), (c), (d) and (e): tables, tracebacks of feeds that failed
+#   profile.txt      (e) torch.profiler's tables over 20 decode="cuda" steps, decode-only and training
 # Parts, each under `timeout`, each run even when an earlier one failed or timed out:
 #   (a) tests        every cuda-marked test                                                  time box 150 s
 #       stream_test  tests/gpu/test_gpu_cuda.py -k "$GPU_CHECK_STREAM_K" (default "stream or overwrite":
@@ -21,6 +22,8 @@
 #                    (target >= 90 % of synthetic with <= 4 workers)                         time box 180 s
 #   (d) memory       decode="cuda", 4 processes, 5 epochs of 16 batches of 256: reserved and
 #                    process GPU memory after each epoch (target: flat within 1 % after 2)    time box  60 s
+#   (e) profile      torch.profiler over 20 steps of decode="cuda" (4 processes), loader alone and
+#                    training, with the stage thread's host ms per step                      time box  90 s
 # The whole run keeps within GPU_CHECK_BUDGET seconds (default 330; about 5.5 min): a part's
 # time box shrinks, or it is skipped, so as to leave the later parts their minimum.
 # Without CUDA the GPU parts are skipped (with the reason) and (a) skips its own tests: exit 0
@@ -95,8 +98,8 @@ fi
 echo "gpu_check: $(cat "$work/probe.json" 2>/dev/null)${why:+ -- $why}"
 
 # minimum seconds kept for each later part (when it runs), and for the summary
-keep_stream=20 keep_decode=35 keep_train=75 keep_memory=30 keep_summary=5
-(( cuda )) || keep_stream=0 keep_decode=0 keep_train=0 keep_memory=0
+keep_stream=20 keep_decode=35 keep_train=75 keep_memory=30 keep_profile=40 keep_summary=5
+(( cuda )) || keep_stream=0 keep_decode=0 keep_train=0 keep_memory=0 keep_profile=0
 
 # (a) from /tmp: "python3 -m pytest" in the checkout would put its source tree (no compiled decoder, no
 # fastdata.converters) ahead of the installed project that setup.sh built
@@ -106,12 +109,12 @@ per_test=() per_test_stream=()  # pytest-timeout's per-test limit, where it is i
 if (cd /tmp && python3 -c 'import pytest_timeout' 2>/dev/null); then
     per_test=(-p timeout --timeout 120) per_test_stream=(-p timeout --timeout 45)
 fi
-part tests 150 $(( keep_stream + keep_decode + keep_train + keep_memory + keep_summary )) "0" "$out/pytest_cuda.log" \
+part tests 150 $(( keep_stream + keep_decode + keep_train + keep_memory + keep_profile + keep_summary )) "0" "$out/pytest_cuda.log" \
     "${in_tmp[@]}" "${pytest[@]}" ${per_test[@]+"${per_test[@]}"} --junitxml="$out/pytest_cuda.xml" \
     "$root/tests/gpu" "$root/tests/loading" "$root/tests/dali"
 if (( cuda )); then
     # the same test without the stream guard must FAIL (rc 1): proof that it can catch the hazard
-    part stream_test 60 $(( keep_decode + keep_train + keep_memory + keep_summary )) "0 1" "$out/pytest_cuda.log" \
+    part stream_test 60 $(( keep_decode + keep_train + keep_memory + keep_profile + keep_summary )) "0 1" "$out/pytest_cuda.log" \
         env FASTDATA_TEST_UNGUARDED=1 "${in_tmp[@]}" "${pytest[@]}" ${per_test_stream[@]+"${per_test_stream[@]}"} \
         --junitxml="$work/pytest_stream.xml" "$root/tests/gpu/test_gpu_cuda.py" -k "${GPU_CHECK_STREAM_K:-stream or overwrite}"
 else
@@ -122,17 +125,20 @@ fi
 # tree, first on sys.path, so fastdata is setup.sh's install
 bench=(python3 benchmarks/gpu_train.py "$photos/train" --batch 256)
 if (( cuda )); then
-    part decode_only 90 $(( keep_train + keep_memory + keep_summary )) "0" "$out/bench.log" \
+    part decode_only 90 $(( keep_train + keep_memory + keep_profile + keep_summary )) "0" "$out/bench.log" \
         "${bench[@]}" --decode-only --warmup 8 --steps 30 --feed-timeout 30 --json "$work/gpu_decode.json" \
-        --feeds fastdata-cuda-processes:2:torchvision,fastdata-cuda-processes:4:torchvision,fastdata-cuda-processes:2:nvimgcodec,fastdata-cuda-processes:4:nvimgcodec,fastdata-cpu:4
-    part train 180 $(( keep_memory + keep_summary )) "0" "$out/bench.log" \
+        --feeds fastdata-cuda-processes:2:torchvision,fastdata-cuda-processes:4:torchvision,fastdata-cuda-processes:8:torchvision,fastdata-cuda-processes:2:nvimgcodec,fastdata-cuda-processes:4:nvimgcodec,fastdata-cpu:4
+    part train 180 $(( keep_memory + keep_profile + keep_summary )) "0" "$out/bench.log" \
         "${bench[@]}" --warmup 5 --steps 30 --feed-timeout 45 --json "$work/gpu_train.json" \
         --feeds synthetic,torchvision:15,fastdata-cpu:4,fastdata-cpu:8,fastdata-cpu:15,fastdata-cuda-processes:2,fastdata-cuda-processes:4
-    part memory 60 "$keep_summary" "0" "$out/bench.log" \
+    part memory 60 $(( keep_profile + keep_summary )) "0" "$out/bench.log" \
         "${bench[@]}" --memory-epochs 5 --epoch-batches 16 --feed-timeout 45 --json "$work/gpu_memory.json" \
         --feeds fastdata-cuda-processes:4
+    # (e) where the time goes: torch.profiler over 20 steps, decode-only then training (tables in profile.txt)
+    part profile 90 "$keep_summary" "0" "$out/bench.log" bash -c "python3 benchmarks/gpu_profile.py '$photos/train' \
+        --out '$out/profile.txt' && python3 benchmarks/gpu_profile.py '$photos/train' --train --out '$out/profile.txt'"
 else
-    skip decode_only "$why"; skip train "$why"; skip memory "$why"
+    skip decode_only "$why"; skip train "$why"; skip memory "$why"; skip profile "$why"
 fi
 
 # gpu_check.json and summary.txt (stdlib only); should that fail, the parts' own files go to $OUT

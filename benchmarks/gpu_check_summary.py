@@ -32,7 +32,7 @@ import sys
 import xml.etree.ElementTree as ET
 from typing import Any
 
-PARTS = ("tests", "stream_test", "decode_only", "train", "memory")
+PARTS = ("tests", "stream_test", "decode_only", "train", "memory", "profile")
 TRAIN_FEEDS = ("synthetic", "torchvision", "fastdata-cpu", "fastdata-cuda")
 PCT_TARGET, DECODE_TARGET, FLAT_WITHIN = 90.0, 10_000.0, 0.01
 

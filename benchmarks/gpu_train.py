@@ -518,7 +518,13 @@ def main(argv: list[str] | None = None) -> int:
                     torch.cuda.reset_peak_memory_stats()
                 # the workers' first round lands at once (workers x prefetch batches): past it before timing
                 row["warmup"] = max(args.warmup, 2 * spec.workers + 2) if spec.workers and cuda else args.warmup
+                stage = getattr(batches.loader, "prefetcher", None)
+                if hasattr(stage, "times"):
+                    stage.times.clear()  # the stage's host time per batch over the timed steps alone
                 row["img_s"] = round(timed(batches, step, row["warmup"], args.steps, args.batch, device), 1)
+                if hasattr(stage, "stage_times"):
+                    row["stage_ms"] = stage.stage_times()
+                    print(f"gpu_train: {spec.spec}: stage thread, host ms per batch: {row['stage_ms']}")
             if cuda:
                 row["gpu_peak_mb"] = round(torch.cuda.max_memory_allocated() / 2**20)
         except Exception as exc:  # noqa: BLE001 - one feed's failure is recorded; the others still run

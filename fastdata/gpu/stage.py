@@ -10,7 +10,10 @@ stream handling differ.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import time
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -28,6 +31,10 @@ __all__ = ["GPUBatches"]
 _log = logging.getLogger("fastdata.gpu")
 
 Fallback = Callable[[tuple[int, int, int]], tuple[Any, Any]]
+
+
+def _on(stream: Any) -> Any:
+    return torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
 
 
 def _move(targets: Any, device: torch.device) -> Any:
@@ -60,6 +67,7 @@ class GPUBatches:
                  budget: int = 1 << 28, depth: int = 2, chosen: str = "") -> None:
         self.loader, self.device, self.decoder, self.fallback = loader, torch.device(device), decoder, fallback
         self.depth, self.chosen = int(depth), chosen
+        self.times: Counter[str] = Counter()
         self.dtype, self.memory_format, self.budget = dtype, memory_format, int(budget)
         self.normalise = not (mean is None and std is None and dtype is None)
         mean3 = (mean or (0.0,)) * (3 if len(mean or (0.0,)) == 1 else 1)
@@ -91,13 +99,14 @@ class GPUBatches:
         return self._active
 
     def _pass(self) -> Iterator[tuple[torch.Tensor, Any]]:
-        cuda = self.device.type == "cuda"
-        if cuda:
+        streams = None
+        if self.device.type == "cuda":
             self.device = cuda_device(self.device)
             if self._stream is None:
-                self._stream = torch.cuda.Stream(device=self.device)
+                self._stream = (torch.cuda.Stream(device=self.device), torch.cuda.Stream(device=self.device))
+            streams = self._stream
         # iter() here, not on the thread: worker processes are started from the training loop's thread, as before
-        ahead = Ahead(self._produce(iter(self.loader), self._stream if cuda else None), self.depth, "fastdata-gpu-stage")
+        ahead = Ahead(self._produce(iter(self.loader), streams), self.depth, "fastdata-gpu-stage")
         try:
             for images, targets, batch, ready in ahead:
                 if ready is not None:  # pragma: no cover - needs CUDA
@@ -111,44 +120,88 @@ class GPUBatches:
         finally:
             ahead.close()
 
-    def _produce(self, batches: Iterator[Any], stream: Any) -> Iterator[tuple[torch.Tensor, Any, EncodedBatch, Any]]:
-        """On the stage's thread: each batch finished, with the event that says so on ``stream``."""
-        for batch in batches:
-            if stream is None:
-                yield (*self._finish(batch), None)
+    def _produce(self, batches: Iterator[Any], streams: Any) -> Iterator[tuple[torch.Tensor, Any, EncodedBatch, Any]]:
+        """On the stage's thread: each batch finished, with the event that says so.
+
+        On CUDA the decoders run with a stream of their own as the current one,
+        which carries no kernels, so their guard (a synchronise of it) never
+        waits; the resample runs on the work stream. The decoded images are
+        only let go once an event after their last reader has completed: the
+        decoders write without waiting for our streams, so memory freed while
+        a queued kernel still reads it must not reach them (torchvision's
+        allocator blocks or nvImageCodec's pool).
+        """
+        held: deque[tuple[Any, list[Any]]] = deque()
+        clock = time.perf_counter
+        while True:
+            t0 = clock()
+            batch = next(batches, None)
+            self.times["wait"] += clock() - t0
+            if batch is None:
+                return
+            if streams is None:
+                images, targets, batch, _ = self._finish(batch)
+                yield images, targets, batch, None
                 continue
-            with torch.cuda.stream(stream):  # pragma: no cover - needs CUDA
-                images, targets, batch = self._finish(batch)
-                ready = torch.cuda.Event()
-                ready.record(stream)
-            yield images, targets, batch, ready  # pragma: no cover - needs CUDA
+            decode, work = streams  # pragma: no cover - needs CUDA from here on
+            images, targets, batch, decoded = self._finish(batch, decode, work)
+            ready = torch.cuda.Event()
+            ready.record(work)
+            held.append((ready, decoded))
+            while held and (len(held) > 4 or held[0][0].query()):
+                held[0][0].synchronize()  # immediate when query() said so; beyond 4 batches, wait
+                held.popleft()
+            yield images, targets, batch, ready
 
     def finish(self, batch: EncodedBatch) -> tuple[torch.Tensor, Any]:
-        """One batch, decoded and finished on ``self.device`` (on the current stream)."""
-        images, targets, self.last = self._finish(batch)
+        """One batch, decoded and finished on ``self.device``, on the current stream."""
+        images, targets, self.last, _ = self._finish(batch)
         return images, targets
 
-    def _finish(self, batch: EncodedBatch) -> tuple[torch.Tensor, Any, EncodedBatch]:
+    def stage_times(self) -> dict[str, float]:
+        """Host milliseconds per batch on the stage's thread, by step (``wait``:
+        for the workers' next batch; ``decode``: inside the decoder's call;
+        ``cpu``: rejected samples on the CPU path; ``resample``: launching the
+        crop/resize/normalise), over the batches finished so far."""
+        n = max(1, int(self.times["batches"]))
+        return {k: round(1000 * v / n, 3) for k, v in self.times.items() if k != "batches"} | {"batches": n}
+
+    def _finish(self, batch: EncodedBatch, decode: Any = None, work: Any = None) -> tuple[torch.Tensor, Any, EncodedBatch, list[Any]]:
         if not isinstance(batch, EncodedBatch):
             raise ConfigError(f"decode='cuda' expects EncodedCollate's batches, got {type(batch).__name__}")
         # float32 throughout, whatever autocast the caller runs under (bmm would
         # otherwise hand bf16 to a float32 buffer)
         with torch.autocast(self.device.type, enabled=False):
-            return self._finish_batch(batch)
+            return self._finish_batch(batch, decode, work)
 
-    def _finish_batch(self, batch: EncodedBatch) -> tuple[torch.Tensor, Any, EncodedBatch]:
-        dev, (oh, ow) = self.device, batch.out_size
-        out = torch.empty((len(batch), 3, oh, ow), dtype=torch.float32, device=dev, memory_format=self.memory_format)
+    def _finish_batch(self, batch: EncodedBatch, decode: Any, work: Any) -> tuple[torch.Tensor, Any, EncodedBatch, list[Any]]:
+        dev, (oh, ow), clock, images = self.device, batch.out_size, time.perf_counter, []
+        t0 = clock()
         if len(batch.gpu):
-            images, rejected = self._decode(batch)
+            with _on(decode):
+                images, rejected = self._decode(batch)
+            t1 = clock()
+            self.times["decode"] += t1 - t0
             if rejected:
                 batch, images = self._on_cpu(batch, images, rejected)
+            t0 = clock()
+            self.times["cpu"] += t0 - t1
+        if work is not None:  # pragma: no cover - needs CUDA
+            work.wait_stream(decode)  # nvImageCodec's results are ordered on the decode stream
+        with _on(work):
+            images_out, targets = self._assemble(batch, images, dev, oh, ow)
+        self.times["resample"] += clock() - t0
+        self.times["batches"] += 1
+        return images_out, targets, batch, images
+
+    def _assemble(self, batch: EncodedBatch, images: list[Any], dev: torch.device, oh: int, ow: int) -> tuple[torch.Tensor, Any]:
+        out = torch.empty((len(batch), 3, oh, ow), dtype=torch.float32, device=dev, memory_format=self.memory_format)
         if len(batch.gpu):
             self._resample(batch, images, out)
         if len(batch.ready_at):
             ready = batch.ready.to(dev, non_blocking=True).permute(0, 3, 1, 2).to(torch.float32)
             out.index_copy_(0, batch.ready_at.to(dev, non_blocking=True), ready)
-        return self._output(out), _move(batch.targets, dev), batch
+        return self._output(out), _move(batch.targets, dev)
 
     def _decode(self, batch: EncodedBatch) -> tuple[list[torch.Tensor | None], list[int]]:
         images = self._decode_parts(list(batch.data.tensor_split(batch.offsets[1:-1])))

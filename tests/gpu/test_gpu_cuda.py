@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from fastdata import Prefetch, Workers, make_loader
-from fastdata.gpu import BACKENDS, GPUDecode
+from fastdata.gpu import BACKENDS as DECODERS
+from fastdata.gpu import GPUDecode
 
 from ._photos import hymenoptera  # noqa: F401 - the fixture
 from ._photos import TOLERANCE_MEAN, eval_transform, photos, train_transform
@@ -64,7 +65,7 @@ def test_a_decode_never_overwrites_memory_a_queued_kernel_still_reads(hymenopter
     # kernel that reads them is still queued there are reusable at once (stream
     # order); only the guard (our stream synchronised before each decode) stops
     # the next decode from overwriting them before that kernel has read them.
-    decoder = BACKENDS[backend](guard=GUARDED)
+    decoder = DECODERS[backend](guard=GUARDED)
     files = sorted((hymenoptera / "train" / "ants").glob("*.jpg"))[:16]
     encoded = [torch.frombuffer(bytearray(f.read_bytes()), dtype=torch.uint8) for f in files]
     device = torch.device("cuda", torch.cuda.current_device())

@@ -218,5 +218,5 @@ def test_prefetch_to_cuda_equals_the_cpu_path(workers):
         assert on_gpu.dataloader.pin_memory
         got = [[(x.cpu(), y.cpu()) for x, y in on_gpu] for _ in range(2)]
         assert all(x.is_contiguous(memory_format=torch.channels_last) for x, _ in got[0])
-    for e in range(2):
-        assert _same(got[e], expected[e], global_rows=workers == 0)
+    for e in range(2):  # row 2 (global-stream draws) is the main process's with workers=0: it moved on between runs
+        assert _same(got[e], expected[e], global_rows=False)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 import pytest
 import torch
@@ -166,41 +165,38 @@ def test_fast_collate_pins_in_the_main_process():
 @pytest.mark.cuda
 @requires_cuda
 def test_copies_overlap_compute():
-    # Pinned batches against matmuls sized to take about as long as one copy:
-    # run serially the two add up; through the prefetcher the copy hides under compute.
+    # Timestamps on the GPU itself: batch k+1's copy (on the side stream) must
+    # start before the compute on batch k ends. A copy on the consumer's stream
+    # would queue behind that compute and never start before it ends. (A wall-clock
+    # comparison failed on an H100: the conversion to float takes the SMs the
+    # matmuls use, so totals hide the overlap that is there.)
     n = 8
     host = [(torch.randint(0, 256, (64, 4, 512, 512), dtype=torch.uint8).pin_memory(), torch.arange(64)) for _ in range(n)]
     weight = torch.randn(2048, 2048, device="cuda")
-
-    def timed(fn) -> float:
-        fn()  # warm-up
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        return time.perf_counter() - start
-
-    def copies_only():
-        for x, _ in host:
-            x.cuda(non_blocking=True).float()
-
-    one_matmul = timed(lambda: [weight.matmul(weight) for _ in range(20)]) / 20
-    reps = max(1, round(timed(copies_only) / n / one_matmul))
-
-    def compute():
-        for _ in range(reps):
-            weight.matmul(weight)
-
-    def compute_only():
-        for _ in host:
-            compute()
-
     prefetcher = CUDAPrefetcher(host, mean=MEAN + (0.5,), std=STD + (0.25,))
+    copies, computes = [], []
+    convert = prefetcher._convert
 
-    def overlapped():
-        for images, _ in prefetcher:
-            compute()
-            images.sum()
+    def timed_convert(images):
+        marks = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        marks[0].record()  # on the current stream: the side stream inside the prefetcher's preload
+        out = convert(images)
+        marks[1].record()
+        copies.append(marks)
+        return out
 
-    t_copy, t_compute, t_both = timed(copies_only), timed(compute_only), timed(overlapped)
-    assert t_both < 0.8 * (t_copy + t_compute), (reps, t_copy, t_compute, t_both)
+    prefetcher._convert = timed_convert
+    origin = torch.cuda.Event(enable_timing=True)
+    origin.record()
+    for images, _ in prefetcher:
+        marks = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        marks[0].record()
+        for _ in range(30):  # a few ms of compute per batch
+            weight.matmul(weight)
+        images.sum()
+        marks[1].record()
+        computes.append(marks)
+    torch.cuda.synchronize()
+    at = origin.elapsed_time
+    early = [at(copies[k + 1][0]) < at(computes[k][1]) for k in range(n - 1)]
+    assert sum(early) >= n - 2, [(round(at(copies[k + 1][0]), 2), round(at(computes[k][1]), 2)) for k in range(n - 1)]
