@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-__all__ = ["chunks", "crop_resize", "gather_rows", "pack", "padding", "weights", "window"]
+__all__ = ["both_weights", "chunks", "crop_resize", "gather_rows", "pack", "padding", "round_up", "weights", "window"]
 
 LAYOUTS = ("chw", "hwc")
 
@@ -76,11 +76,24 @@ def padding(windows: np.ndarray, groups: list[np.ndarray]) -> float:
     return padded / used if used else 1.0
 
 
+ROUND = 32
+"""Gathered windows are padded to a multiple of this many rows and columns, and
+the packed buffer to a multiple of :data:`PACK_ROUND` bytes: a few sizes that
+the caching allocator reuses from batch to batch, instead of a new size each
+time, which grew its reserve over the first epochs."""
+PACK_ROUND = 4 << 20
+
+
+def round_up(n: int, to: int = ROUND) -> int:
+    return -(-int(n) // to) * to
+
+
 def pack(images: list[torch.Tensor], pad: int) -> torch.Tensor:
-    """The images back to back in one flat buffer, plus ``pad`` zero bytes at
-    the end so every row segment that :func:`gather_rows` reads exists."""
+    """The images back to back in one flat buffer, plus at least ``pad`` zero
+    bytes at the end so every row segment that :func:`gather_rows` reads exists."""
     parts = [t.reshape(-1) for t in images]
-    parts.append(torch.zeros(pad, dtype=torch.uint8, device=images[0].device))
+    used = sum(int(t.numel()) for t in parts)
+    parts.append(torch.zeros(round_up(used + pad, PACK_ROUND) - used, dtype=torch.uint8, device=images[0].device))
     return torch.cat(parts)
 
 
@@ -135,18 +148,29 @@ def weights(start: torch.Tensor, length: torch.Tensor, limit: torch.Tensor, firs
     return w
 
 
+def both_weights(sizes: torch.Tensor, boxes: torch.Tensor, windows: torch.Tensor, flips: torch.Tensor,
+                 out_size: tuple[int, int], rows: int, cols: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`weights` down (``(M, H, rows)``) and across (``(M, W, cols)``, flips applied)."""
+    oh, ow = out_size
+    return (weights(boxes[:, 0], boxes[:, 2], sizes[:, 0], windows[:, 0], rows, oh),
+            weights(boxes[:, 1], boxes[:, 3], sizes[:, 1], windows[:, 1], cols, ow, flips))
+
+
 def crop_resize(flat: torch.Tensor, offsets: torch.Tensor, sizes: torch.Tensor, boxes: torch.Tensor,
                 windows: torch.Tensor, flips: torch.Tensor, out_size: tuple[int, int], rows: int, cols: int,
-                layout: str) -> torch.Tensor:
+                layout: str, wy: torch.Tensor | None = None, wx: torch.Tensor | None = None) -> torch.Tensor:
     """float32 ``(M, 3, H, W)``: each box resampled to ``out_size``, mirrored
     where ``flips``, rounded to whole grey levels in 0..255 (the values a
     uint8 CPU pipeline would hold). Every argument as in :func:`gather_rows`
     and :func:`weights`, on one device; ``rows``/``cols`` at least the
-    largest window."""
+    largest window. ``wy``/``wx``: :func:`both_weights` made for at least
+    ``rows``/``cols`` source pixels (made for several groups at once: fewer
+    kernel launches; a weight's place is relative to its window's start)."""
     oh, ow = out_size
     src = gather_rows(flat, offsets, sizes, windows, rows, cols, layout).to(torch.float32)
-    wy = weights(boxes[:, 0], boxes[:, 2], sizes[:, 0], windows[:, 0], rows, oh)
-    wx = weights(boxes[:, 1], boxes[:, 3], sizes[:, 1], windows[:, 1], cols, ow, flips)
+    if wy is None or wx is None:
+        wy, wx = both_weights(sizes, boxes, windows, flips, out_size, rows, cols)
+    wy, wx = wy[:, :, :rows], wx[:, :, :cols]
     m = len(offsets)
     tmp = torch.bmm(src.reshape(m, 3 * rows, cols), wx.transpose(1, 2))  # (M, 3*rows, ow)
     tmp = tmp.view(m, 3, rows, ow).permute(0, 2, 1, 3).reshape(m, rows, 3 * ow)

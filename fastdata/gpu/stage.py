@@ -24,13 +24,35 @@ from ..errors import ConfigError
 from .ahead import Ahead
 from .backends import Decoder, cuda_device
 from .batch import EncodedBatch
-from .resample import chunks, crop_resize, pack
+from .resample import both_weights, chunks, crop_resize, pack, round_up
 
 __all__ = ["GPUBatches"]
 
 _log = logging.getLogger("fastdata.gpu")
 
 Fallback = Callable[[tuple[int, int, int]], tuple[Any, Any]]
+
+
+_WEIGHTS_BYTES = 64 << 20
+
+
+def _runs(groups: list[np.ndarray], windows: np.ndarray, out_size: tuple[int, int]) -> list[list[tuple[int, int]]]:
+    """Consecutive groups, as (start, stop) slices of the group-ordered samples, in
+    runs whose filter weights (made for the run's tallest and widest window)
+    stay within 64 MiB."""
+    runs: list[list[tuple[int, int]]] = []
+    first, rows, cols = 0, 0, 0
+    for group in groups:
+        a, b = first, first + len(group)
+        r, c = max(rows, int(windows[a:b, 2].max())), max(cols, int(windows[a:b, 3].max()))
+        if runs and runs[-1] and (b - runs[-1][0][0]) * (out_size[0] * r + out_size[1] * c) * 4 <= _WEIGHTS_BYTES:
+            runs[-1].append((a, b))
+            rows, cols = r, c
+        else:
+            runs.append([(a, b)])
+            rows, cols = int(windows[a:b, 2].max()), int(windows[a:b, 3].max())
+        first = b
+    return runs
 
 
 def _on(stream: Any) -> Any:
@@ -120,18 +142,9 @@ class GPUBatches:
         finally:
             ahead.close()
 
-    def _produce(self, batches: Iterator[Any], streams: Any) -> Iterator[tuple[torch.Tensor, Any, EncodedBatch, Any]]:
-        """On the stage's thread: each batch finished, with the event that says so.
-
-        On CUDA the decoders run with a stream of their own as the current one,
-        which carries no kernels, so their guard (a synchronise of it) never
-        waits; the resample runs on the work stream. The decoded images are
-        only let go once an event after their last reader has completed: the
-        decoders write without waiting for our streams, so memory freed while
-        a queued kernel still reads it must not reach them (torchvision's
-        allocator blocks or nvImageCodec's pool).
-        """
-        held: deque[tuple[Any, list[Any]]] = deque()
+    def _decoded(self, batches: Iterator[Any], stream: Any) -> Iterator[tuple[EncodedBatch, list[Any], Any]]:
+        """The decode thread: each batch's images decoded (rejected samples done
+        on the CPU path), with the event after its decode on ``stream``."""
         clock = time.perf_counter
         while True:
             t0 = clock()
@@ -139,19 +152,48 @@ class GPUBatches:
             self.times["wait"] += clock() - t0
             if batch is None:
                 return
-            if streams is None:
-                images, targets, batch, _ = self._finish(batch)
-                yield images, targets, batch, None
-                continue
-            decode, work = streams  # pragma: no cover - needs CUDA from here on
-            images, targets, batch, decoded = self._finish(batch, decode, work)
-            ready = torch.cuda.Event()
-            ready.record(work)
-            held.append((ready, decoded))
-            while held and (len(held) > 4 or held[0][0].query()):
-                held[0][0].synchronize()  # immediate when query() said so; beyond 4 batches, wait
-                held.popleft()
-            yield images, targets, batch, ready
+            if not isinstance(batch, EncodedBatch):
+                raise ConfigError(f"decode='cuda' expects EncodedCollate's batches, got {type(batch).__name__}")
+            batch, images = self._decode_batch(batch, stream)
+            decoded = None
+            if stream is not None:  # pragma: no cover - needs CUDA
+                decoded = torch.cuda.Event()
+                decoded.record(stream)
+            yield batch, images, decoded
+
+    def _produce(self, batches: Iterator[Any], streams: Any) -> Iterator[tuple[torch.Tensor, Any, EncodedBatch, Any]]:
+        """The resample thread: each batch finished, with the event that says so.
+
+        Decoding runs on a thread of its own, a batch ahead: the decoder's call
+        (most of it host work inside nvJPEG, without the GIL) overlaps this
+        thread's kernel launches. On CUDA the decoders run with a stream of their
+        own as the current one, which carries no kernels, so their guard (a
+        synchronise of it) never waits; the resample runs on the work stream.
+        The decoded images are only let go once an event after their last reader
+        has completed: the decoders write without waiting for our streams, so
+        memory freed while a queued kernel still reads it must not reach them
+        (torchvision's allocator blocks or nvImageCodec's pool).
+        """
+        decode, work = streams if streams is not None else (None, None)
+        decoded = Ahead(self._decoded(batches, decode), 1, "fastdata-gpu-decode")
+        held: deque[tuple[Any, list[Any]]] = deque()
+        try:
+            for batch, images, done in decoded:
+                if work is None:
+                    yield (*self._assembled(batch, images), batch, None)
+                    continue
+                work.wait_event(done)  # pragma: no cover - needs CUDA from here on
+                with torch.cuda.stream(work):
+                    out, targets = self._assembled(batch, images)
+                ready = torch.cuda.Event()
+                ready.record(work)
+                held.append((ready, images))
+                while held and (len(held) > 4 or held[0][0].query()):
+                    held[0][0].synchronize()  # immediate when query() said so; beyond 4 batches, wait
+                    held.popleft()
+                yield out, targets, batch, ready
+        finally:
+            decoded.close()
 
     def finish(self, batch: EncodedBatch) -> tuple[torch.Tensor, Any]:
         """One batch, decoded and finished on ``self.device``, on the current stream."""
@@ -166,33 +208,34 @@ class GPUBatches:
         n = max(1, int(self.times["batches"]))
         return {k: round(1000 * v / n, 3) for k, v in self.times.items() if k != "batches"} | {"batches": n}
 
-    def _finish(self, batch: EncodedBatch, decode: Any = None, work: Any = None) -> tuple[torch.Tensor, Any, EncodedBatch, list[Any]]:
+    def _finish(self, batch: EncodedBatch) -> tuple[torch.Tensor, Any, EncodedBatch, list[Any]]:
         if not isinstance(batch, EncodedBatch):
             raise ConfigError(f"decode='cuda' expects EncodedCollate's batches, got {type(batch).__name__}")
-        # float32 throughout, whatever autocast the caller runs under (bmm would
-        # otherwise hand bf16 to a float32 buffer)
-        with torch.autocast(self.device.type, enabled=False):
-            return self._finish_batch(batch, decode, work)
+        batch, images = self._decode_batch(batch, None)
+        return (*self._assembled(batch, images), batch, images)
 
-    def _finish_batch(self, batch: EncodedBatch, decode: Any, work: Any) -> tuple[torch.Tensor, Any, EncodedBatch, list[Any]]:
-        dev, (oh, ow), clock, images = self.device, batch.out_size, time.perf_counter, []
-        t0 = clock()
+    def _decode_batch(self, batch: EncodedBatch, stream: Any) -> tuple[EncodedBatch, list[Any]]:
+        clock, images = time.perf_counter, []
         if len(batch.gpu):
-            with _on(decode):
+            t0 = clock()
+            with _on(stream):
                 images, rejected = self._decode(batch)
             t1 = clock()
             self.times["decode"] += t1 - t0
             if rejected:
                 batch, images = self._on_cpu(batch, images, rejected)
-            t0 = clock()
-            self.times["cpu"] += t0 - t1
-        if work is not None:  # pragma: no cover - needs CUDA
-            work.wait_stream(decode)  # nvImageCodec's results are ordered on the decode stream
-        with _on(work):
-            images_out, targets = self._assemble(batch, images, dev, oh, ow)
-        self.times["resample"] += clock() - t0
+            self.times["cpu"] += clock() - t1
+        return batch, images
+
+    def _assembled(self, batch: EncodedBatch, images: list[Any]) -> tuple[torch.Tensor, Any]:
+        t0 = time.perf_counter()
+        # float32 throughout, whatever autocast the caller runs under (bmm would
+        # otherwise hand bf16 to a float32 buffer)
+        with torch.autocast(self.device.type, enabled=False):
+            result = self._assemble(batch, images, self.device, *batch.out_size)
+        self.times["resample"] += time.perf_counter() - t0
         self.times["batches"] += 1
-        return images_out, targets, batch, images
+        return result
 
     def _assemble(self, batch: EncodedBatch, images: list[Any], dev: torch.device, oh: int, ow: int) -> tuple[torch.Tensor, Any]:
         out = torch.empty((len(batch), 3, oh, ow), dtype=torch.float32, device=dev, memory_format=self.memory_format)
@@ -260,22 +303,32 @@ class GPUBatches:
         dev, layout, sizes = self.device, self.decoder.layout, batch.sizes
         starts = torch.zeros(len(sizes), dtype=torch.int64)
         torch.cumsum(3 * sizes[:-1, 0] * sizes[:-1, 1], 0, out=starts[1:])
-        flat = pack(images, 3 * int(batch.windows[:, 3].max()))
+        flat = pack(images, 3 * round_up(int(batch.windows[:, 3].max())))
         groups = chunks(batch.windows.numpy(), self.budget)
         order = torch.from_numpy(np.concatenate(groups))
-        # the samples in group order, in two copies to the device; each group is then a slice
+        # the samples in group order, in two copies to the device (pinned: no wait on the
+        # stream's earlier work); each group is then a slice
         ints = torch.cat([starts[:, None], sizes, batch.windows, batch.flips[batch.gpu][:, None].long(),
-                          batch.gpu[:, None]], dim=1)[order].to(dev, non_blocking=True)
-        boxes = batch.boxes[order].to(torch.float32).to(dev, non_blocking=True)
-        windows, first = batch.windows[order], 0
-        for group in groups:
-            part, stop = slice(first, first + len(group)), first + len(group)
-            rows, cols = int(windows[part, 2].max()), int(windows[part, 3].max())
-            g = ints[part]
-            result = crop_resize(flat, g[:, 0], g[:, 1:3], boxes[part], g[:, 3:7], g[:, 7].bool(), batch.out_size,
-                                 rows, cols, layout)
-            out.index_copy_(0, g[:, 8], result)
-            first = stop
+                          batch.gpu[:, None]], dim=1)[order]
+        boxes = batch.boxes[order].to(torch.float32)
+        if dev.type == "cuda":  # pragma: no cover - needs CUDA
+            ints, boxes = ints.pin_memory(), boxes.pin_memory()
+        ints, boxes = ints.to(dev, non_blocking=True), boxes.to(dev, non_blocking=True)
+        windows, flips = batch.windows[order], ints[:, 7].bool()
+        for run in _runs(groups, windows.numpy(), batch.out_size):
+            # the filter weights of several groups in one go: most of a group's kernel launches were these
+            first, stop = run[0][0], run[-1][1]
+            r = round_up(int(windows[first:stop, 2].max()))
+            c = round_up(int(windows[first:stop, 3].max()))
+            g = ints[first:stop]
+            wy, wx = both_weights(g[:, 1:3], boxes[first:stop], g[:, 3:7], flips[first:stop], batch.out_size, r, c)
+            for a, b in run:
+                part, local = slice(a, b), slice(a - first, b - first)
+                rows, cols = round_up(int(windows[part, 2].max())), round_up(int(windows[part, 3].max()))
+                g = ints[part]
+                result = crop_resize(flat, g[:, 0], g[:, 1:3], boxes[part], g[:, 3:7], flips[part], batch.out_size,
+                                     rows, cols, layout, wy[local], wx[local])
+                out.index_copy_(0, g[:, 8], result)
 
     def _output(self, out: torch.Tensor) -> torch.Tensor:
         # out is already in memory_format: these keep it, with no layout copy

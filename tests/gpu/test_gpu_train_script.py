@@ -324,7 +324,7 @@ def test_gpu_check_forced_runs_every_part_on_the_cpu(tmp_path, shared_data):
     assert {p["status"] for p in result["parts"].values()} == {"ok"}
     assert [(r["backend"], r["spec"]) for r in result["decode_only"]] == [
         ("torchvision", "fastdata-cuda-processes:2:torchvision"), ("torchvision", "fastdata-cuda-processes:4:torchvision"),
-        ("nvimgcodec", "fastdata-cuda-processes:2:nvimgcodec"), ("nvimgcodec", "fastdata-cuda-processes:4:nvimgcodec"),
+        ("torchvision", "fastdata-cuda-processes:8:torchvision"), ("nvimgcodec", "fastdata-cuda-processes:2:nvimgcodec"), ("nvimgcodec", "fastdata-cuda-processes:4:nvimgcodec"),
         ("cpu", "fastdata-cpu:4")]
     assert all(r["img_s"] > 0 for r in result["decode_only"])
     assert [r["spec"] for r in result["train"]] == [
