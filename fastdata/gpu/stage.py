@@ -125,8 +125,7 @@ class GPUBatches:
         if self.device.type == "cuda":
             self.device = cuda_device(self.device)
             if self._stream is None:
-                # high priority: the batch's small kernels go ahead of the training step's queued ones
-                self._stream = tuple(torch.cuda.Stream(device=self.device, priority=-1) for _ in range(2))
+                self._stream = (torch.cuda.Stream(device=self.device), torch.cuda.Stream(device=self.device))
             streams = self._stream
         # iter() here, not on the thread: worker processes are started from the training loop's thread, as before
         ahead = Ahead(self._produce(iter(self.loader), streams), self.depth, "fastdata-gpu-stage")
