@@ -61,7 +61,11 @@ def main(argv: list[str] | None = None) -> int:
         warnings.simplefilter("ignore", RuntimeWarning)
         loader = make_loader(data, args.batch, seed=0, workers=Workers(2, kind="threads"),
                              decode=GPUDecode(backend=Slow()), prefetch=Prefetch(device="cpu", dtype=torch.float32))
-    walls, cpus, padded_one, padded_grouped = [], [], [], []
+    walls, cpus, padded_one, padded_grouped, padded_rounded = [], [], [], [], []
+    try:
+        from fastdata.gpu.resample import round_up
+    except ImportError:  # a checkout from before the rounding
+        round_up = None
     batches = iter(loader)
     next(batches)  # start-up
     for _ in range(args.batches):
@@ -75,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         padded_one.append(len(windows) * windows[:, 2].max() * windows[:, 3].max() / area)
         groups = chunks(windows, 1 << 28)
         padded_grouped.append(sum(len(g) * windows[g, 2].max() * windows[g, 3].max() for g in groups) / area)
+        if round_up is not None:  # as gathered: each group's rows and columns padded to a multiple of 32
+            padded_rounded.append(sum(len(g) * round_up(windows[g, 2].max()) * round_up(windows[g, 3].max())
+                                      for g in groups) / area)
     loader.close()
     result = {
         "fastdata": os.path.dirname(fastdata.__file__), "latency_ms": args.latency_ms, "step_ms": args.step_ms,
@@ -82,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         "next_wall_ms_median": round(statistics.median(walls), 2), "next_cpu_ms_median": round(statistics.median(cpus), 2),
         "padded_over_used_one_group": round(float(np.mean(padded_one)), 3),
         "padded_over_used_grouped": round(float(np.mean(padded_grouped)), 3),
+        "padded_over_used_as_gathered": round(float(np.mean(padded_rounded)), 3) if padded_rounded else None,
         "groups_per_batch": len(groups), "python": platform.python_version(), "torch": torch.__version__,
     }
     print(json.dumps(result, indent=1))
