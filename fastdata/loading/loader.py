@@ -64,6 +64,21 @@ class Loader:
     def __len__(self) -> int:
         return len(self.dataloader)
 
+    def indices(self, epoch: int | None = None) -> Any:
+        """The dataset indices this rank reads in ``epoch`` (default: the pass
+        now running, or the next one), in the order it reads them: a NumPy
+        array of the rank's whole share (training pads shares to equal sizes by
+        repeating a few samples, and its batches drop a last partial batch). To
+        see which samples each rank gets, call it on each rank, or build loaders
+        with ``rank=``/``world_size=`` in one process.
+
+        Raises:
+            ConfigError: a stream (its order is per shard and worker, not an index list).
+        """
+        if not hasattr(self.order, "indices"):
+            raise ConfigError("loader.indices() lists map-style datasets' samples; a stream's order is per shard")
+        return self.order.share_of(self._epoch if epoch is None else int(epoch)).records(total=self.order.length)
+
     def set_epoch(self, epoch: int) -> None:
         """Make the next pass epoch ``epoch``, from its start."""
         self._epoch, self._consumed, self._running, self._token = int(epoch), 0, False, None

@@ -77,8 +77,12 @@ class ShardedSampler(Sampler):
 
     def share(self) -> Share:
         """This rank's share of the current epoch."""
+        return self.share_of(self.epoch)
+
+    def share_of(self, epoch: int) -> Share:
+        """This rank's share of ``epoch``."""
         return Share(
-            self.seed, self.epoch, self.rank, self.world_size, remainder="pad" if self.train else "even",
+            self.seed, epoch, self.rank, self.world_size, remainder="pad" if self.train else "even",
             shuffle=self.train if self.shuffle is None else self.shuffle, interleave=True,
         )
 
