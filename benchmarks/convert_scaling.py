@@ -27,9 +27,15 @@ whole folder's run), so the table also gives the rate beyond start-up.
 Results: a table on stdout and JSON (``--json``), with the machine and versions.
 
     python benchmarks/convert_scaling.py [--src DIR] [--copies 16] [--rounds 3] [--json out.json]
+    python benchmarks/convert_scaling.py --quick     # a check that it runs: 16 photos, 1 round, plain and w1
 
-Without ``--src`` it builds DIR from ``../shared/data/photos/hymenoptera/train``
-(every JPEG hard-linked ``--copies`` times, 3,904 files for 16) under ``--scratch``.
+Without ``--src`` it builds DIR from ``--photos`` (default
+``../shared/data/photos/hymenoptera/train`` beside the checkout, when there is
+one; otherwise ``--generate`` photo-like JPEGs made with Pillow, as ``fastdata
+bench`` makes its default set), every JPEG hard-linked ``--copies`` times
+(3,904 files for hymenoptera's 244 and 16), under ``--scratch``. It runs from
+any directory: the commands it times run in ``--scratch``, so a checkout in the
+current directory cannot shadow the installed fastdata.
 """
 
 from __future__ import annotations
@@ -43,7 +49,9 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+import zlib
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -105,8 +113,11 @@ print(len(files))
 # (handing out tasks, recording shards: alongside the workers, not before or after them).
 WRAPPED = r"""
 import json, os, resource, sys
-from fastdata.converters import convert
-from fastdata.converters.cli import main
+try:
+    from fastdata.converters import convert
+    from fastdata.converters.cli import main
+except ImportError as exc:
+    sys.exit(f"convert_scaling: cannot import fastdata.converters ({exc}); " + os.environ["CONVERT_SCALING_FIX"])
 def cpu():
     me = resource.getrusage(resource.RUSAGE_SELF)
     return me.ru_utime + me.ru_stime
@@ -140,18 +151,58 @@ VARIANTS = {
 }
 
 
+#: What to do when fastdata.converters cannot be imported (said in one line, by this process or a timed one).
+IMPORT_FIX = (
+    "install fastdata (`pip install -e .` in the checkout), and run from outside the checkout after a "
+    "non-editable `pip install .` (its fastdata/ folder has no converters/ and would be imported instead)"
+)
+
+
+def need_fastdata() -> None:
+    """Exit with one line when the fastdata command's package cannot be imported."""
+    try:
+        import fastdata.converters.cli  # noqa: F401
+    except ImportError as exc:
+        raise SystemExit(f"convert_scaling: cannot import fastdata.converters ({exc}); {IMPORT_FIX}") from None
+
+
+def photos_dir(args: argparse.Namespace) -> Path:
+    """The photos to copy: ``--photos``, the default when it exists, else ``--generate`` generated ones."""
+    if args.photos is not None:
+        if not args.photos.is_dir():
+            raise SystemExit(f"convert_scaling: --photos {args.photos}: no such folder; give an ImageFolder of JPEGs "
+                             "(class folders of .jpg files), or leave --photos out to generate photos")
+        return args.photos.resolve()
+    if DEFAULT_PHOTOS.is_dir() and not args.quick:
+        return DEFAULT_PHOTOS
+    from fastdata.bench.default_data import default_dataset  # photo-like JPEGs, made with Pillow
+
+    generated = args.scratch / f"generated-{args.generate}"
+    why = "--quick" if args.quick else f"{DEFAULT_PHOTOS} is not there"
+    print(f"convert_scaling: {why}: using {args.generate} generated photos in {generated}", file=sys.stderr)
+    return default_dataset(args.generate, root=generated)
+
+
+def link(src: Path, dst: Path) -> None:
+    """A hard link (a copy across file systems)."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
+
+
 def build_source(photos: Path, copies: int, scratch: Path) -> Path:
-    src = scratch / f"photos-x{copies}"
+    src = scratch / f"photos-{zlib.crc32(os.fsencode(photos)):08x}-x{copies}"  # one per folder of photos
     if src.is_dir():
         return src
-    tmp = scratch / f"photos-x{copies}.partial"
+    tmp = scratch / f"{src.name}.partial"
     shutil.rmtree(tmp, ignore_errors=True)
     for cls in sorted(p for p in photos.iterdir() if p.is_dir()):
         (tmp / cls.name).mkdir(parents=True)
         jpegs = sorted(p for p in cls.iterdir() if p.suffix.lower() in (".jpg", ".jpeg"))
         for k in range(copies):
             for p in jpegs:
-                os.link(p, tmp / cls.name / f"k{k}_{p.name}")
+                link(p, tmp / cls.name / f"k{k}_{p.name}")
     tmp.rename(src)
     return src
 
@@ -183,14 +234,19 @@ def run_once(key: str, src: Path, scratch: Path) -> tuple[float, dict[str, float
     else:
         cmd = [sys.executable, "-c", WRAPPED, "convert", str(src), str(out), "--format", "recordio",
                "--allow-skips", "--quiet", *flags]
-    env = {**os.environ, "CONVERT_SCALING_CPU": str(cpu_file)}
+    env = {**os.environ, "CONVERT_SCALING_CPU": str(cpu_file), "CONVERT_SCALING_FIX": IMPORT_FIX}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    # run in the scratch folder: `python -c` puts the current directory first on sys.path, and a checkout
+    # there (its fastdata/ has no converters/) would be imported instead of the installed package
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=scratch)
     seconds = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
-        raise SystemExit(f"{key} failed ({done.returncode}): {' '.join(cmd[:4])} ...\n{done.stderr[-2000:]}")
+        said = [line for line in done.stderr.splitlines() if line.strip()]
+        what = "the plain loop" if flags is None else f"fastdata convert {' '.join(flags)}"
+        raise SystemExit(f"convert_scaling: {key} ({what} on {src}) failed with exit status {done.returncode}: "
+                         f"{said[-1] if said else 'no message'}")
     shutil.rmtree(out, ignore_errors=True)
     used = json.loads(cpu_file.read_text()) if cpu_file.exists() else {}
     used["total"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)  # the command's whole tree
@@ -199,32 +255,51 @@ def run_once(key: str, src: Path, scratch: Path) -> tuple[float, dict[str, float
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--src", type=Path, help="ImageFolder of JPEGs (default: hymenoptera train x --copies)")
-    p.add_argument("--photos", type=Path, default=DEFAULT_PHOTOS)
+    p.add_argument("--src", type=Path, help="ImageFolder of JPEGs (default: --photos x --copies)")
+    p.add_argument("--photos", type=Path, default=None,
+                   help=f"ImageFolder of JPEGs to copy (default: {DEFAULT_PHOTOS} when it exists, else --generate "
+                        "generated photos)")
+    p.add_argument("--generate", type=int, default=244, metavar="N",
+                   help="how many photos to generate when there is no --photos folder (default 244)")
     p.add_argument("--copies", type=int, default=16)
-    p.add_argument("--scratch", type=Path, default=Path("/tmp/fastdata-convert-scaling"))
+    p.add_argument("--scratch", type=Path, default=Path(tempfile.gettempdir()) / "fastdata-convert-scaling")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--variants", default="plain,w1,w2,rm2", help="comma-separated: " + ",".join(VARIANTS))
     p.add_argument("--json", type=Path, help="write the results here as JSON")
+    p.add_argument("--quick", action="store_true",
+                   help="a check that the script runs, not a measurement: generated photos (unless --photos or "
+                        "--src), --generate 16 --copies 1 --rounds 1 --variants plain,w1 (unless given)")
     args = p.parse_args(argv)
+    if args.quick:
+        given = set(argv if argv is not None else sys.argv[1:])
+        for flag, value in (("--generate", 16), ("--copies", 1), ("--rounds", 1), ("--variants", "plain,w1")):
+            if flag not in given:
+                setattr(args, flag[2:], value)
     keys = args.variants.split(",")
     for k in keys:
         if k not in VARIANTS:
             p.error(f"unknown variant {k!r}; choose from {', '.join(VARIANTS)}")
+    if args.src is not None and not args.src.is_dir():
+        raise SystemExit(f"convert_scaling: --src {args.src}: no such folder; give an ImageFolder of JPEGs "
+                         "(class folders of .jpg files), or leave --src out to build one")
+    need_fastdata()
+    args.scratch = args.scratch.resolve()  # the timed commands run there: every path they get is absolute
     args.scratch.mkdir(parents=True, exist_ok=True)
-    src = args.src or build_source(args.photos, args.copies, args.scratch)
+    src = args.src.resolve() if args.src else build_source(photos_dir(args), args.copies, args.scratch)
     images = count_images(src)
+    if not images:
+        raise SystemExit(f"convert_scaling: {src} holds no .jpg/.jpeg files; give an ImageFolder of JPEGs")
     compile_fastdata()
     for f in src.rglob("*"):  # warm the page cache
         if f.is_file():
             f.read_bytes()
     # the fixed cost of a command (interpreter, imports, planning, the manifest): a 2-image folder's,
     # run in the same rounds as the whole folder so that a busy spell slows both alike
-    tiny = args.scratch / "tiny"
+    tiny = args.scratch / f"tiny-{src.name}"
     if not tiny.is_dir():
         (tiny / "a").mkdir(parents=True)
-        for p in sorted(src.rglob("*.jpg"))[:2]:
-            os.link(p, tiny / "a" / p.name)
+        for p in sorted(f for f in src.rglob("*") if f.suffix.lower() in (".jpg", ".jpeg"))[:2]:
+            link(p, tiny / "a" / p.name)
     load_before = os.getloadavg()
     times: dict[str, list[float]] = {k: [] for k in keys}
     cpu: dict[str, list[dict[str, float]]] = {k: [] for k in keys}

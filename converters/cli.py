@@ -2,7 +2,7 @@
 
 Exit codes, the same for every subcommand: 0 success; 1 the command ran and
 found problems (files skipped during a conversion, damage found by
-``verify``); 2 it could not do its job (bad arguments, missing or unusable
+``verify``, a damaged or edited manifest included); 2 it could not do its job (bad arguments, missing or unusable
 input or output; every :class:`~fastdata.errors.FastDataError` ends here as
 one ``fastdata: error: ...`` line, never a traceback); 130 interrupted.
 """
@@ -156,7 +156,8 @@ def _add_convert(sub) -> None:
                         "(markers, frame header, EOI), so damage inside intact framing surfaces at training time "
                         "as a DecodeError naming the record")
     g.add_argument("--overwrite", action="store_true", help="replace a dataset (or unfinished conversion) fastdata wrote in OUT: deletes only the "
-                        "files its manifest or plan lists; other files in OUT stay")
+                        "files its manifest or plan lists; other files in OUT (notes, checkpoints) stay. An OUT holding "
+                        "only files fastdata did not write is refused: there is nothing to overwrite")
     g.add_argument("--resume", action="store_true", help="finish an interrupted conversion in OUT (same options)")
     g.add_argument("--fsync", action="store_true",
                    help="wait for the disk: fsync every shard before recording it as done and before the manifest, "
@@ -311,7 +312,9 @@ def _add_verify(sub) -> None:
         description="Read every record of PATH (dataset directory, shard or foreign file), checking framing, "
         "CRCs, each record's checksum, the manifest's digests and record counts, labels against the class list "
         "and, with --decode, that "
-        "every image decodes. Prints each problem with its file and record; exit 0 only if clean.",
+        "every image decodes. Prints each problem with its file and record; exit 0 only if clean, 1 when anything "
+        "is damaged (a shard, an index, the manifest itself), 2 when PATH cannot be verified (missing, of no "
+        "known format, an unfinished conversion).",
         epilog=_EXIT_HELP,
     )
     p.add_argument("path", metavar="PATH")

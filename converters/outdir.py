@@ -43,10 +43,7 @@ def load_or_make_plan(req: ConvertRequest, out: Path, source: dict, stderr: Text
     if kind == state.FOREIGN:
         if found.problem:
             raise ConfigError(f"{found.problem}, {state.NOT_OURS}")
-        raise ConfigError(
-            f"{out}: output directory is not empty and was not written by fastdata; choose a new or empty "
-            "directory (fastdata never deletes files it did not write, even with --overwrite)"
-        )
+        raise ConfigError(_foreign(out, req.overwrite))
     if kind == state.FINISHED:
         if not req.overwrite:
             if req.num_nodes > 1:  # a node that starts after the others finished: fine if it is the same conversion
@@ -85,6 +82,22 @@ def load_or_make_plan(req: ConvertRequest, out: Path, source: dict, stderr: Text
         return theirs
     plan.save(out)
     return plan
+
+
+def _foreign(out: Path, overwrite: bool) -> str:
+    """Why OUT, which holds only files fastdata did not write, is refused, and what to do."""
+    names = sorted(p.name + ("/" if p.is_dir() else "") for p in out.iterdir())
+    held = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    spare = next(out / n for n in ("shards", "fastdata-shards", "fastdata-out") if not (out / n).exists())
+    todo = f"give a new or empty output directory (e.g. {spare}) or move those files out"
+    if overwrite:
+        return (
+            f"{out}: nothing to overwrite: --overwrite replaces only a dataset fastdata wrote (the files its manifest "
+            f"or plan lists), and this directory holds only files not written by fastdata ({held}), which it never "
+            f"deletes and does not write shards among; {todo} (notes or checkpoints you add to a fastdata output "
+            "later stay through --overwrite)"
+        )
+    return f"{out}: output directory is not empty and was not written by fastdata ({held}); {todo}"
 
 
 def _check_finished_same(found: state.Survey, options: PlanOptions, source: dict, out: Path) -> None:

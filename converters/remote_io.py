@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from fastdata.errors import ConfigError, FastDataError
+from fastdata.errors import ConfigError, FastDataError, ManifestError
 from fastdata.formats import registry
 from fastdata.formats.manifest import MANIFEST_NAME, Manifest
 from fastdata.remote.mirror import data_object, default_cache_dir
@@ -55,7 +55,12 @@ def run(args: argparse.Namespace) -> int:
 
             kwargs = {"as_json": args.json, "records": args.records}
         else:
-            _materialize(store, local, records=None)
+            try:
+                _materialize(store, local, records=None)
+            except ManifestError as exc:
+                if not exc.damaged:
+                    raise
+                return _damaged_manifest(exc, scrub_url(store.url))  # damage found, as for a local dataset: exit 1
             from .verification import run as command
 
             kwargs = {"decode": args.decode, "quiet": args.quiet}
@@ -67,6 +72,15 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write(out.getvalue().replace(str(local), shown))
             sys.stderr.write(err.getvalue().replace(str(local), shown))
     return code
+
+
+def _damaged_manifest(exc: ManifestError, shown: str) -> int:
+    """``verify``'s report of a damaged manifest (the shards it lists cannot be checked)."""
+    where, _, what = str(exc).partition(": ")
+    print(f"fastdata verify: PROBLEM {where}: {what}")
+    print(f"fastdata verify: {shown}: 1 problem(s) found (0 records in 0 shard(s) read; "
+          "1 damaged manifest(s): their shards were not read)")
+    return 1
 
 
 def _materialize(store: Store, local: Path, *, records: int | None) -> None:

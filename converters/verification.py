@@ -18,8 +18,12 @@ liblmdb maps itself, just before), the record count comes from that reader,
 and an index or checksum file is read once for its digest and its contents;
 shard after shard, so the pages a digest pulled in are still cached when the
 records are read, even for a dataset larger than memory.
-``--decode`` also decodes every image. Exit 0 only when nothing was found;
-a manifest that cannot be read is an error (exit 2, one line), as for ``inspect``.
+``--decode`` also decodes every image. Exit 0 only when nothing was found,
+1 when something is damaged: a manifest that is damaged or was edited (not
+JSON, unknown fields, its checksum) is reported as a problem, as a damaged
+shard is (its shards cannot be checked without it); a path that is missing or
+of no known format, an unfinished conversion or a manifest of a newer version
+is an error (exit 2, one line), as for ``inspect``.
 """
 
 from __future__ import annotations
@@ -33,15 +37,17 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-from fastdata.errors import FastDataError
-from fastdata.formats import Manifest, checksums, registry
-from fastdata.formats.hooks import FileCheck
+from fastdata.errors import FastDataError, FormatError, ManifestError
+from fastdata.formats import MANIFEST_NAME, Manifest, checksums, registry
+from fastdata.formats import SampleReader
+from fastdata.formats.hooks import Detected, FileCheck
 
-from .probe import DATASET, SPLITS, Target, close_reader, identify, shard_opener
+from .probe import DATASET, Target, close_reader, identify, shard_opener
 from .report import Progress
-from .verify_records import Opened, ShardSource, SourceFiles, check_records, image_decoder
+from .state import SPLIT_NAMES
+from .verify_records import Opened, RecordProblem, ShardSource, SourceFiles, check_records, image_decoder
 
 MAX_PER_SHARD = 20  # problems listed per shard before the rest are only counted
 
@@ -55,10 +61,16 @@ class Findings:
         self.problems = 0
         self.records = 0
         self.shards = 0
+        self.unread = 0  # damaged manifests: the shards they list were not read
 
     def problem(self, where: str | os.PathLike[str], message: str) -> None:
+        """Print ``PROBLEM where: message``; a message that starts by naming
+        ``where`` (an error's own text) does not name it a second time."""
         self.problems += 1
-        print(f"fastdata verify: PROBLEM {where}: {message}", file=self.stdout)
+        name = os.fspath(where)
+        for lead in (f"{name}: ", f"{name}, "):
+            message = message.removeprefix(lead)
+        print(f"fastdata verify: PROBLEM {name}: {message}", file=self.stdout)
 
 
 def run(
@@ -78,31 +90,63 @@ def run(
 
     Raises:
         FastDataError: ``path`` is missing, of no known format, an unfinished
-            conversion, or a dataset whose manifest cannot be read or does
-            not match its checksum (exit 2, as ``inspect`` does; the message
-            names the manifest).
+            conversion, or a dataset whose manifest cannot be read for another
+            reason than damage (a newer version, no permission; exit 2, as
+            ``inspect`` does; the message names the manifest). A damaged or
+            edited manifest is a problem found (returns 1).
     """
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     findings = Findings(stdout, stderr, decode=decode, quiet=quiet, workers=workers)
-    target = identify(path)
-    if target.kind == SPLITS:
-        for directory in target.splits.values():
-            _verify_dataset(identify(directory), findings)
+    splits = _splits(path)
+    target = _identify(path, findings) if not splits else None
+    if splits:  # OUT/train and OUT/val, each on its own: a damaged manifest in one leaves the other checked
+        for directory in splits:
+            if (split := _identify(directory, findings)) is not None:
+                _verify_dataset(split, findings)
+    elif target is None:
+        pass
     elif target.kind == DATASET:
         _verify_dataset(target, findings)
     else:
         _verify_file(target, findings)
     checked = "read and decoded" if decode else "read"
     if findings.problems:
+        unread = f"; {findings.unread} damaged manifest(s): their shards were not read" if findings.unread else ""
         print(
             f"fastdata verify: {path}: {findings.problems} problem(s) found "
-            f"({findings.records} records in {findings.shards} shard(s) {checked})",
+            f"({findings.records} records in {findings.shards} shard(s) {checked}{unread})",
             file=stdout,
         )
         return 1
     if not findings.quiet:
         print(f"fastdata verify: {path}: OK, {findings.records} records in {findings.shards} shard(s) {checked}", file=stdout)
     return 0
+
+
+def _splits(path: str | os.PathLike[str]) -> list[Path]:
+    """The split datasets (OUT/train, OUT/val) of a ``--val-fraction`` conversion at ``path``, else []."""
+    path = Path(path)
+    if not path.is_dir() or (path / MANIFEST_NAME).is_file():
+        return []
+    return [path / s for s in SPLIT_NAMES if (path / s / MANIFEST_NAME).is_file()]
+
+
+def _identify(path: str | os.PathLike[str], findings: Findings) -> Target | None:
+    """:func:`identify`, with a damaged or edited manifest reported as a
+    problem found (exit 1: damage, as for any other file of the dataset) and
+    None returned; other errors (no such path, an unknown format, an
+    unfinished conversion, a manifest of a newer version) raise (exit 2)."""
+    try:
+        return identify(path)
+    except ManifestError as exc:
+        if not exc.damaged:
+            raise
+        where, _, what = str(exc).partition(": ")
+        if not what:
+            where, what = os.fspath(Path(path) / MANIFEST_NAME), str(exc)
+        findings.problem(where, what)
+        findings.unread += 1
+        return None
 
 
 def _verify_dataset(target: Target, findings: Findings) -> None:
@@ -112,10 +156,14 @@ def _verify_dataset(target: Target, findings: Findings) -> None:
     sources = []
     for i, info in enumerate(m.shards):
         opener = shard_opener(directory, m, i)
+        data_file = spec.data_file(directory / info.file)
+        cut = _shorter(data_file, info.bytes)
+        if cut:  # workers read what a truncated shard still holds, as _open_shard does
+            opener = functools.partial(_open_surviving, opener, m.format, directory / info.file, data_file)
         if info.checksums:  # workers load it themselves; this process reads it once, in _open_shard
             opener = functools.partial(
                 _open_listed, opener, directory / info.checksums, m.digest_of(info.checksums),
-                spec.data_file(directory / info.file), directory / info.file,
+                data_file, directory / info.file, cut,
             )
         sources.append(ShardSource(directory / info.file, opener))
     findings.shards += len(m.shards)
@@ -152,10 +200,14 @@ def _open_shard(spec: registry.FormatSpec, directory: Path, m: Manifest, sources
     data_file = spec.data_file(path)
     size = data_file.stat().st_size if data_file.is_file() else -1
     digest = info.data_digest(spec.data_name)
-    if size != info.bytes:
+    cut = None
+    if 0 <= size < info.bytes:  # said once its records are read, with the ones that survive
+        cut = (data_file, size, info.bytes, info.records)
+        digest = None
+    elif size != info.bytes:
         notes.append((
-            data_file, f"size is {size} bytes, the manifest says {info.bytes}: the shard is truncated or was "
-            "replaced; restore it or re-convert the dataset",
+            data_file, f"size is {size} bytes, the manifest says {info.bytes}: the shard was replaced or appended "
+            "to; restore it or re-convert the dataset",
         ))
         digest = None
     options = spec.shard_options(m)
@@ -171,7 +223,15 @@ def _open_shard(spec: registry.FormatSpec, directory: Path, m: Manifest, sources
         crcs = None if problem else crcs  # a damaged checksum file checks nothing
     reader, same = None, None
     try:
-        reader = spec.open_shard(path, **options)
+        try:
+            reader = spec.open_shard(path, **options)
+            if cut is not None:
+                len(reader)  # a truncated shard's index may be refused only when first used
+        except (FastDataError, OSError):
+            if reader is not None:
+                close_reader(reader)
+            if cut is None or (reader := _surviving(m.format, path, data_file)) is None:
+                raise
         if digest is not None:
             whole = _mapping(reader)
             # a reader that does not map its data file (LMDB's is liblmdb's own map): read it here,
@@ -188,18 +248,105 @@ def _open_shard(spec: registry.FormatSpec, directory: Path, m: Manifest, sources
                 pass
         if same is False:
             notes.append(_digest_note(data_file, digest))
-        return Opened(None, notes + [(path, f"cannot open: {exc}")])
+        return Opened(None, notes + [(path, _cannot_open(exc, path))], cut)
     if same is False:
         notes.append(_digest_note(data_file, digest))
     if crcs is not None and callable(use := getattr(reader, "use_checksums", None)):
         try:
-            use(checksums.parse(crcs, path=directory / info.checksums, records=n, data_bytes=max(size, 0), data_file=path))
+            use(_sidecar(crcs, directory / info.checksums, n, max(size, 0), path, cut is not None))
         except FastDataError as exc:
             close_reader(reader)
-            return Opened(None, notes + [(path, f"cannot open: {exc}")])
-    if n != info.records:
+            return Opened(None, notes + [(path, _cannot_open(exc, path))], cut)
+    if n != info.records and cut is None:  # a truncated shard's count is said with the records that survive
         notes.append((path, f"holds {n} records, the manifest says {info.records}"))
-    return Opened(reader, notes)
+    return Opened(reader, notes, cut)
+
+
+def _shorter(data_file: Path, expected: int) -> bool:
+    """Whether ``data_file`` exists and is shorter than the manifest's ``expected`` size (truncated)."""
+    try:
+        return data_file.stat().st_size < expected
+    except OSError:
+        return False
+
+
+def _surviving(fmt: str, path: Path, data_file: Path) -> SampleReader | None:
+    """A reader of the records a truncated shard still holds, from its
+    format's ``verify`` hook (which reads a file without its index), or None
+    when the format cannot find them."""
+    spec = registry.get(fmt)
+    if spec.verify is None:
+        return None
+    try:
+        check = spec.verify(Detected(fmt, path, data_file=data_file))
+        if check.records is not None:
+            reader = check.records()
+            len(reader)
+            return reader
+        if check.stream is not None:
+            return _Streamed(check.stream, check.image)
+    except (FastDataError, OSError):
+        pass
+    return None
+
+
+class _Streamed:
+    """The records a format's ``stream`` yields (up to the first damaged one)
+    as a reader of ``(image, None)`` samples: a truncated TFRecord shard."""
+
+    def __init__(self, stream: Callable[[], Any], image: Callable[[bytes], bytes | None] | None) -> None:
+        self.records: list[bytes] = []
+        self.image = image
+        try:
+            for record in stream():
+                self.records.append(record)
+        except FastDataError:
+            pass  # the records after a damaged one cannot be found
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def sample(self, j: int) -> tuple[bytes | None, None]:
+        record = self.records[j]
+        return (self.image(record) if self.image is not None else None), None
+
+
+def _open_surviving(opener, fmt: str, path: Path, data_file: Path):
+    """``opener()``, or for a truncated shard that will not open so, a reader
+    of the records it still holds (picklable: workers call it)."""
+    try:
+        reader = opener()
+        len(reader)
+        return reader
+    except (FastDataError, OSError):
+        reader = _surviving(fmt, path, data_file)
+        if reader is None:
+            raise
+        return reader
+
+
+def _sidecar(data: bytes, sidecar: Path, records: int, size: int, shard: Path, truncated: bool) -> memoryview:
+    """The CRCs of a checksum file read already; for a ``truncated`` shard, one
+    made for the whole file (its digest matched the manifest's) still checks
+    the records that are left."""
+    if truncated:
+        made_for = checksums.described(data)
+        if made_for is not None and records <= made_for[0] and size < made_for[1]:
+            records, size = made_for
+    return checksums.parse(data, path=sidecar, records=records, data_bytes=size, data_file=shard)
+
+
+def _cannot_open(exc: BaseException, path: Path) -> str:
+    """Why shard ``path`` does not open, without naming it a second time."""
+    return f"cannot open: {_message(exc, path)}"
+
+
+def _message(exc: BaseException, path: str | os.PathLike[str]) -> str:
+    """``exc``'s message for a line that names ``path`` already: places, cause; fix."""
+    if not isinstance(exc, FormatError):
+        return str(exc)
+    places, cause, fix = exc.parts(path=path)
+    return f"{', '.join(places) + ': ' if places else ''}{cause}" + (f"; {fix}" if fix else "")
 
 
 def _digest_note(data_file: Path, digest: str) -> tuple[Path, str]:
@@ -248,17 +395,23 @@ def _read_listed(directory: Path, name: str, digest: str | None) -> tuple[bytes 
     return data, []
 
 
-def _open_checked(opener, sidecar: Path, data_file: Path, shard: Path):
-    """``opener()`` whose reader checks each record against the shard's checksum file (picklable)."""
+def _open_checked(opener, sidecar: Path, data_file: Path, shard: Path, truncated: bool = False):
+    """``opener()`` whose reader checks each record against the shard's
+    checksum file (picklable). For a ``truncated`` shard, a checksum file made
+    for the whole file checks the records that are left."""
     reader = opener()
     use = getattr(reader, "use_checksums", None)
+    truncated = truncated or getattr(reader, "truncated", False)  # found so by the reader itself
     if callable(use):
         size = data_file.stat().st_size
-        use(checksums.load(sidecar, records=len(reader), data_bytes=size, data_file=shard))
+        if truncated:
+            use(_sidecar(sidecar.read_bytes(), sidecar, len(reader), size, shard, truncated))
+        else:
+            use(checksums.load(sidecar, records=len(reader), data_bytes=size, data_file=shard))
     return reader
 
 
-def _open_listed(opener, sidecar: Path, digest: str | None, data_file: Path, shard: Path):
+def _open_listed(opener, sidecar: Path, digest: str | None, data_file: Path, shard: Path, truncated: bool = False):
     """:func:`_open_checked` for a worker reading a dataset's shard: a checksum
     file that is missing or differs from the manifest's ``digest`` is not used,
     as :func:`_open_shard` decided in the main process (picklable)."""
@@ -267,7 +420,7 @@ def _open_listed(opener, sidecar: Path, digest: str | None, data_file: Path, sha
     data, problem = _read_listed(sidecar.parent, sidecar.name, digest)
     if callable(use) and data is not None and not problem:
         size = data_file.stat().st_size
-        use(checksums.parse(data, path=sidecar, records=len(reader), data_bytes=size, data_file=shard))
+        use(_sidecar(data, sidecar, len(reader), size, shard, truncated))
     return reader
 
 
@@ -281,40 +434,103 @@ def _check_all(
 ) -> Counter:
     """Open each of ``sources`` once (``prepare``) and read (and decode) every
     record, reporting problems shard by shard with the file each record came
-    from when known; returns the label counts."""
+    from when known; returns the label counts.
+
+    The records a truncated shard lost (the unreadable ones from the first
+    that is followed only by unreadable ones to the end) are one line that
+    says which records survive, not a line each."""
     progress = Progress(total, enabled=not findings.quiet, stream=findings.stderr, unit="rec")
     labels: Counter = Counter()
     listed = [0] * len(sources)
+    held: list[RecordProblem] = []  # a truncated shard's problems, until its lost tail is known
+    state: dict[str, Any] = {"shard": None, "cut": None, "checked": 0}
+
+    def report(k: int, problem: RecordProblem) -> None:
+        listed[k] += 1
+        if listed[k] <= MAX_PER_SHARD:
+            findings.problem(sources[k].path, record_line(problem, source_of(k, problem.record)))
+        else:
+            findings.problems += 1
 
     def flush(k: int) -> None:
+        if state["cut"] is not None:
+            lost = _lost_tail(held, state["checked"])
+            for problem in held:
+                if problem.record < lost:
+                    report(k, problem)
+            findings.problem(*_truncation(state["cut"], lost, state["checked"]))
+            held.clear()
         if listed[k] > MAX_PER_SHARD:
             print(f"fastdata verify: ... and {listed[k] - MAX_PER_SHARD} more problem(s) in {sources[k].path}", file=findings.stdout)
 
-    shard = None
     try:
         for chunk in check_records(
             sources, prepare, total=total, classes=classes, decode=findings.decode, workers=findings.workers, progress=progress
         ):
-            if shard is not None and chunk.shard != shard:
-                flush(shard)
+            if state["shard"] is not None and chunk.shard != state["shard"]:
+                flush(state["shard"])
+            if chunk.shard != state["shard"]:
+                state.update(shard=chunk.shard, cut=None, checked=0)
             shard = chunk.shard
             for where, message in chunk.notes:
                 findings.problem(where, message)
+            if chunk.cut is not None:
+                state["cut"] = chunk.cut
+            state["checked"] += chunk.checked
             findings.records += chunk.records
             labels.update(chunk.labels)
-            for j, message in chunk.problems:
-                listed[shard] += 1
-                if listed[shard] <= MAX_PER_SHARD:
-                    origin = source_of(shard, j)
-                    where = f" (source file {origin})" if origin else ""
-                    findings.problem(sources[shard].path, f"record {j}: {message}{where}")
+            for problem in chunk.problems:
+                if state["cut"] is not None:
+                    held.append(problem)
                 else:
-                    findings.problems += 1
+                    report(shard, problem)
     finally:
         progress.close()
-    if shard is not None:
-        flush(shard)
+    if state["shard"] is not None:
+        flush(state["shard"])
     return labels
+
+
+def record_line(problem: RecordProblem, origin: str | None = None) -> str:
+    """One record's problem as ``verify`` prints it after the shard's name:
+    record, byte offset (or key, or another file), source file, cause, fix;
+    each once."""
+    facts = [f"record {problem.record}", *problem.places]
+    if origin:
+        facts.append(f"source file {origin}")
+    fix = problem.fix.removesuffix(f"; {checksums.VERIFY_LISTS}") if problem.fix else None  # this is verify
+    return f"{', '.join(facts)}: {problem.cause}" + (f"; {fix}" if fix else "")
+
+
+def _lost_tail(problems: list[RecordProblem], checked: int) -> int:
+    """The first record of the run of unreadable records that ends the shard
+    (``checked`` when its last record reads)."""
+    bad = {p.record for p in problems}
+    first = checked
+    while first > 0 and first - 1 in bad:
+        first -= 1
+    return first
+
+
+def _truncation(cut: tuple[Path, int, int, int], lost: int, checked: int) -> tuple[Path, str]:
+    """The line for a data file shorter than the manifest says: which records
+    survive. ``checked`` records were found in it (fewer than the manifest's
+    when the format found only those before the cut), the first ``lost``
+    of them read."""
+    data_file, size, expected, records = cut
+    records = max(records, checked)
+    if lost == 0:
+        survive = f"no record is readable, all {records} lost"
+    elif lost >= records:
+        survive = f"all {records} records readable (only bytes after the last record are missing)"
+    elif lost == 1:
+        survive = "record 0 readable, 1 onwards lost"
+    else:
+        survive = f"records 0-{lost - 1} readable, {lost} onwards lost"
+    return (
+        data_file, f"size is {size} bytes, the manifest says {expected}: truncated; {survive}; "
+        "restore the shard from a good copy or re-convert the dataset",
+    )
 
 
 def _verify_file(target: Target, findings: Findings) -> None:
@@ -328,14 +544,16 @@ def _verify_file(target: Target, findings: Findings) -> None:
     elif check.records is not None:
         opener, sidecar = check.records, checksums.sidecar_path(path)
         if sidecar.is_file():  # computed by `fastdata index --checksums`: damaged payloads are found too
-            opener = functools.partial(_open_checked, opener, sidecar, target.found.data_file, path)
+            opener = functools.partial(_open_checked, opener, sidecar, target.found.data_file, path, check.truncated)
         source = ShardSource(path, opener)
         try:
             reader = source.open()  # once: its records are read through it
             n = len(reader)
         except FastDataError as exc:
-            findings.problem(source.path, str(exc))
+            findings.problem(source.path, _message(exc, source.path))
             return
+        for where, problem in getattr(reader, "notes", ()):  # found while opening it (a truncated file)
+            findings.problem(where, problem)
         _check_all([source], lambda k: Opened(reader), n, findings, [])
 
 
@@ -356,4 +574,5 @@ def _read_stream(path: Path, check: FileCheck, findings: Findings) -> None:
                         findings.problem(path, f"record {position}: image does not decode ({type(exc).__name__}: {exc})")
             position += 1
     except FastDataError as exc:
-        findings.problem(path, f"record {position}: {exc} (records after it were not read)")
+        line = record_line(RecordProblem.of(position, exc, path))
+        findings.problem(path, f"{line} (records after it were not read)")

@@ -15,13 +15,14 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import os
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from fastdata.errors import FastDataError
+from fastdata.errors import FastDataError, FormatError
 from fastdata.formats import SampleReader
 
 from .parallel import ordered_map
@@ -46,15 +47,41 @@ class ShardSource:
 @dataclasses.dataclass
 class Chunk:
     """What one task found: ``checked`` records tried, ``records`` read,
-    ``(record, message)`` problems, labels seen; ``notes``: ``(file, message)``
-    problems of the shard as a whole, found before its records were read."""
+    problems (:class:`RecordProblem`), labels seen; ``notes``: ``(file, message)``
+    problems of the shard as a whole, found before its records were read;
+    ``cut``: ``(data file, size, the manifest's size and records)`` of a shard whose data
+    file is shorter than the manifest says (its lost records are then
+    reported as one line)."""
 
     shard: int
     checked: int = 0
     records: int = 0
-    problems: list[tuple[int, str]] = dataclasses.field(default_factory=list)
+    problems: list[RecordProblem] = dataclasses.field(default_factory=list)
     labels: Counter = dataclasses.field(default_factory=Counter)
     notes: list[tuple[Path, str]] = dataclasses.field(default_factory=list)
+    cut: tuple[Path, int, int, int] | None = None
+
+
+class RecordProblem(NamedTuple):
+    """What is wrong with one record, as parts that ``verify`` joins into one
+    line with the shard and the record's source file, each fact once:
+    ``places`` (a byte offset, a key, another file: what the shard and record
+    number do not already say), ``cause`` and ``fix`` (None when the cause says it)."""
+
+    record: int
+    places: tuple[str, ...]
+    cause: str
+    fix: str | None = None
+
+    @classmethod
+    def of(cls, record: int, exc: BaseException, shard: str | os.PathLike[str] | None = None) -> RecordProblem:
+        """The problem ``exc`` reports with record ``record`` of ``shard``."""
+        if isinstance(exc, FormatError):
+            if shard is not None and exc.path is not None and Path(exc.path).parent == Path(shard):
+                shard = exc.path  # a file inside the shard (an LMDB's data.mdb): the shard names it
+            places, cause, fix = exc.parts(path=shard, record=record)
+            return cls(record, tuple(places), cause, fix)
+        return cls(record, (), str(exc))
 
 
 class SourceFiles:
@@ -120,6 +147,7 @@ class Opened:
 
     reader: SampleReader | None
     notes: list[tuple[Path, str]] = dataclasses.field(default_factory=list)
+    cut: tuple[Path, int, int, int] | None = None  # truncated: (data file, its size, the manifest's size and records)
 
 
 def check_records(
@@ -156,7 +184,7 @@ def check_records(
             while opened:
                 close_reader(opened.pop())
             shard = prepare(k)
-            heads[k] = Chunk(k, notes=shard.notes)
+            heads[k] = Chunk(k, notes=shard.notes, cut=shard.cut)
             yield k, -1, -1
             if shard.reader is None:
                 continue
@@ -221,5 +249,5 @@ def _check_task(task: tuple[int, int, int]) -> Chunk:
                 except Exception as exc:  # noqa: BLE001 - any decoder failure is a finding, named with its record
                     raise ValueError(f"image does not decode ({type(exc).__name__}: {exc})") from None
         except (FastDataError, ValueError, OSError) as exc:
-            chunk.problems.append((j, str(exc)))
+            chunk.problems.append(RecordProblem.of(j, exc, _STATE["sources"][k].path))
     return chunk

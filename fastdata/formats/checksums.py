@@ -195,6 +195,13 @@ def parse(data: bytes, *, path: str | os.PathLike[str], records: int, data_bytes
     return memoryview(data)[head : head + 4 * count].cast("I")
 
 
+def described(data: bytes) -> tuple[int, int] | None:
+    """``(records, data file size)`` a sidecar's header says it was made for; None when it has no header."""
+    if len(data) < _HEAD.size or data[:8] != MAGIC:
+        return None
+    return _HEAD.unpack_from(data)[3:5]
+
+
 def _bad(path: str, data_file: str | os.PathLike[str], what: str) -> FormatError:
     return FormatError(
         f"record checksums {what}", path=path,
@@ -206,10 +213,13 @@ def _bad(path: str, data_file: str | os.PathLike[str], what: str) -> FormatError
 def mismatch(path: str | os.PathLike[str], record: int, *, offset: int | None = None, key: object = None) -> FormatError:
     """The error for a record whose bytes no longer match their checksum."""
     return FormatError(
-        f"record {record}: CRC32C mismatch, the stored bytes changed since they were written (damaged shard)",
-        path=path, offset=offset, key=key,
-        hint="restore the shard from a good copy or re-convert; `fastdata verify` lists every damaged record",
+        f"record {record}: CRC32C mismatch: the stored bytes changed since they were written (damaged shard)",
+        path=path, offset=offset, key=key, hint=f"{MISMATCH_FIX}; {VERIFY_LISTS}",
     )
+
+
+MISMATCH_FIX = "restore the shard from a good copy or re-convert"
+VERIFY_LISTS = "`fastdata verify` lists every damaged record"  # said by readers; verify itself leaves it out
 
 
 # -- whole-file digests -------------------------------------------------------

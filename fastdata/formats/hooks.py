@@ -87,12 +87,15 @@ class FileCheck:
             read in order; a damaged record raises FormatError and ends the read.
         image: ``image(record)``: the image bytes of a streamed record (None
             when it holds none); FormatError when the record is malformed.
+        truncated: the file ends inside a record; ``records`` reads those
+            before it, which a checksum file made for the whole file still checks.
     """
 
     problems: tuple[Problem, ...] = ()
     records: Callable[[], SampleReader] | None = None
     stream: Callable[[], Iterator[bytes]] | None = None
     image: Callable[[bytes], bytes | None] | None = None
+    truncated: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

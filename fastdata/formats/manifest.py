@@ -181,15 +181,15 @@ class Manifest:
             try:
                 text = bytes(text).decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise ManifestError(f"{source}: not UTF-8 text (byte {exc.start} is damaged); {_FIX}") from None
+                raise ManifestError(f"{source}: not UTF-8 text (byte {exc.start} is damaged); {_FIX}", damaged=True) from None
         try:
             doc = json.loads(text)
         except (ValueError, RecursionError) as exc:
-            raise ManifestError(f"{source}: not valid JSON ({exc}); {_FIX}") from None
+            raise ManifestError(f"{source}: not valid JSON ({exc}); {_FIX}", damaged=True) from None
         if not isinstance(doc, dict):
-            raise ManifestError(f"{source}: expected a JSON object; {_FIX}")
+            raise ManifestError(f"{source}: expected a JSON object; {_FIX}", damaged=True)
         if "manifest_version" not in doc:
-            raise ManifestError(f"{source}: not a fastdata manifest (it has no manifest_version field)")
+            raise ManifestError(f"{source}: not a fastdata manifest (it has no manifest_version field)", damaged=True)
         version = doc.get("manifest_version")
         if type(version) is not int or version not in READS_VERSIONS:
             raise ManifestError(
@@ -198,13 +198,14 @@ class Manifest:
             )
         unknown = sorted(set(doc) - _FIELDS)
         if unknown:
-            raise ManifestError(f"{source}: unknown field(s) {', '.join(map(repr, unknown))} (damaged?); {_FIX}")
+            raise ManifestError(f"{source}: unknown field(s) {', '.join(map(repr, unknown))} (damaged?); {_FIX}", damaged=True)
         if "checksum" in doc or version >= 2:
             stored = doc.pop("checksum", None)
             if stored != _checksum(doc):
                 raise ManifestError(
                     f"{source}: its content does not match its checksum ({stored!r}): the manifest was edited or "
-                    f"damaged after conversion; {_FIX}"
+                    f"damaged after conversion; {_FIX}",
+                    damaged=True,
                 )
         try:
             m = cls(
@@ -217,13 +218,14 @@ class Manifest:
                 digests=_typed(doc.get("digests", {}), dict, "digests"),
             )
         except (KeyError, TypeError, ValueError) as exc:
-            raise ManifestError(f"{source}: missing or malformed field ({exc}); {_FIX}") from None
+            raise ManifestError(f"{source}: missing or malformed field ({exc}); {_FIX}", damaged=True) from None
         if "num_samples" in doc and doc["num_samples"] != m.num_samples:
             raise ManifestError(
-                f"{source}: num_samples {doc['num_samples']} disagrees with the shard record counts ({m.num_samples})"
+                f"{source}: num_samples {doc['num_samples']} disagrees with the shard record counts ({m.num_samples})",
+                damaged=True,
             )
         if "class_to_idx" in doc and doc["class_to_idx"] != m.class_to_idx:
-            raise ManifestError(f"{source}: class_to_idx disagrees with classes; {_FIX}")
+            raise ManifestError(f"{source}: class_to_idx disagrees with classes; {_FIX}", damaged=True)
         return m
 
     def write(self, directory: str | os.PathLike[str]) -> Path:

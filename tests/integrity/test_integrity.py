@@ -216,7 +216,7 @@ def test_index_checksums_makes_payload_flips_in_foreign_shards_visible(shared_da
     code, out, err = _run(capsys, "index", "--checksums", shard)
     assert code == 0 and str(checksums.sidecar_path(shard)) in out, err
     data_file.write_bytes(bytes(data))
-    with pytest.raises(FormatError, match=r"record 1: CRC32C mismatch"):
+    with pytest.raises(FormatError, match=r"record 1\b.*CRC32C mismatch"):
         fastdata.open_dataset(str(shard), decode=False)[1]
     code, out, _ = _run(capsys, "verify", shard)
     assert code == 1 and "record 1" in out and "CRC32C mismatch" in out

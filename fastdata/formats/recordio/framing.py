@@ -154,8 +154,8 @@ def walk(buf, offset: int, limit: int, path: str, key: object = None) -> tuple[l
             raise FormatError(
                 f"bad magic word {magic:08x} (expected {MAGIC:08x}): not the start of a RecordIO record",
                 path=path, offset=pos, key=key,
-                hint="the file is corrupt, or the .idx does not belong to this .rec "
-                "(rebuild it with fastdata.formats.recordio.build_index)",
+                hint=f"the .rec is damaged here (restore it or re-convert), or its .idx belongs to another .rec "
+                f"(rebuild the index: `fastdata index --force {path}`)",
             )
         cflag, length = lrecord >> LENGTH_BITS, lrecord & LENGTH_MASK
         expected = (WHOLE, FIRST) if not spans else (MIDDLE, LAST)

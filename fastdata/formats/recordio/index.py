@@ -100,7 +100,7 @@ def _parse_lines(data: bytes, path: str) -> tuple[np.ndarray, np.ndarray]:
             except ValueError:
                 raise FormatError(
                     f"line {number} is {line[:80]!r}, expected 'key<TAB>offset' (two 64-bit integers)",
-                    path=path, offset=pos, hint="rebuild the index with fastdata.formats.recordio.build_index",
+                    path=path, offset=pos, hint=f"rebuild the index: `fastdata index --force {Path(os.fspath(path)).with_suffix('.rec')}`",
                 ) from None
             keys.append(key)
             offsets.append(offset)

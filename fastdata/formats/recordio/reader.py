@@ -207,7 +207,7 @@ class Reader:
                 twice = int(ordered[dup[0]])
                 raise FormatError(
                     f"key {twice} is listed more than once in {self._source}, so lookup by key is ambiguous",
-                    path=self.rec, key=twice, hint="rebuild the index with fastdata.formats.recordio.build_index",
+                    path=self.rec, key=twice, hint=f"rebuild the index: `fastdata index --force {self.rec}`",
                 )
             self._key_sorter = sorter
         j = int(np.searchsorted(self._keys, key, sorter=self._key_sorter))

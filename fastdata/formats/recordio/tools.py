@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import functools
+import mmap
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ from ..checksums import mismatch, record_crc
 from ..hooks import Detected, FileCheck, Inspected, Problem, existing, json_label
 from ..images import image_kind
 from ..manifest import MANIFEST_NAME, Manifest
-from .framing import HEADER, LENGTH_BITS, LENGTH_MASK, MAGIC, MAGIC_BYTES
+from .framing import HEADER, LENGTH_BITS, LENGTH_MASK, MAGIC, MAGIC_BYTES, join, walk
 from .index import build_index, default_index_path, parse_index
 from .irheader import IR_SIZE, unpack
 from .reader import Reader
@@ -57,10 +57,30 @@ def inspect(found: Detected, n: int) -> tuple[int, list[Inspected]]:
 class PayloadReader:
     """A foreign ``.rec`` whose payloads may not be image records, for ``verify``:
     ``sample(j)`` reads record ``j`` (framing checked) and gives ``(image, None)``,
-    the image None when the payload is no IRHeader + image file."""
+    the image None when the payload is no IRHeader + image file.
 
-    def __init__(self, rec: str | os.PathLike[str]) -> None:
-        self.reader = Reader(rec)
+    ``bounds`` (record starts, then where the last record ends), from a scan
+    of the file, reads the records without an ``.idx``: those a truncated
+    file still holds. Without them, a file with no ``.idx`` that ends inside
+    a record is read up to it: ``truncated`` is then True and ``notes`` says
+    which records survive, as ``(file, message)`` for ``verify`` to report.
+    """
+
+    def __init__(self, rec: str | os.PathLike[str], bounds: tuple[int, ...] | None = None) -> None:
+        self.truncated, self.notes = bounds is not None, []
+        if bounds is not None:
+            self.reader = _Scanned(os.fspath(rec), bounds)
+        else:
+            try:
+                self.reader = Reader(rec)  # scans the file when it has no .idx
+            except FormatError as exc:
+                if not _cut_short(exc):
+                    raise
+                starts, size, stop = _scan(Path(rec))
+                if stop is None or not _cut_short(stop):
+                    raise
+                self.reader = _Scanned(os.fspath(rec), (*starts, stop.offset))
+                self.truncated, self.notes = True, [(Path(rec), _survivors(starts, size, stop))]
         self._crcs: memoryview | None = None
 
     def use_checksums(self, crcs: memoryview | None) -> None:
@@ -83,25 +103,105 @@ class PayloadReader:
         self.reader.close()
 
 
+class _Scanned:
+    """The records of a ``.rec`` at ``bounds`` found by a scan (keys: positions)."""
+
+    def __init__(self, rec: str, bounds: tuple[int, ...]) -> None:
+        self.rec, self.bounds = rec, bounds
+        self._mm: Any = None
+
+    def __getstate__(self) -> dict:
+        return {"rec": self.rec, "bounds": self.bounds}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["rec"], state["bounds"])
+
+    def __len__(self) -> int:
+        return len(self.bounds) - 1
+
+    def __getitem__(self, j: int) -> bytes:
+        if self._mm is None:
+            with open(self.rec, "rb") as f:
+                self._mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        spans, _ = walk(self._mm, self.bounds[j], self.bounds[j + 1], self.rec, key=j)
+        return join(self._mm, spans)
+
+    def offset(self, j: int) -> int:
+        return self.bounds[j]
+
+    def key(self, j: int) -> int:
+        return j
+
+    def close(self) -> None:
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+
+
+def _scan(rec: Path) -> tuple[list[int], int, FormatError | None]:
+    """The start of every record a front-to-back scan finds, the file's size,
+    and the error that stopped the scan before the end (None when it reached it)."""
+    size = os.path.getsize(rec)
+    starts: list[int] = []
+    if not size:
+        return starts, size, None
+    with open(rec, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        pos = 0
+        try:
+            while pos < size:
+                end = walk(buf, pos, size, os.fspath(rec), key=len(starts))[1]
+                starts.append(pos)
+                pos = end
+        except FormatError as exc:
+            return starts, size, exc
+    return starts, size, None
+
+
+def _survivors(starts: list[int], size: int, exc: FormatError) -> str:
+    """The problem of a ``.rec`` that ends inside a record: which records it still holds."""
+    kept = len(starts)
+    if kept == 0:
+        survive = "no record readable"
+    elif kept == 1:
+        survive = "record 0 readable, 1 onwards lost"
+    else:
+        survive = f"records 0-{kept - 1} readable, {kept} onwards lost"
+    return (
+        f"truncated at byte {size}: {survive} (the record at byte offset {exc.offset} runs past the end of the "
+        "file); restore the file from a good copy or re-create it"
+    )
+
+
+def _cut_short(exc: FormatError) -> bool:
+    """Whether a scan stopped because the file ends inside a record (truncated), not at damage."""
+    return exc.reason.startswith("truncated record") or "runs past the end of the file" in exc.reason
+
+
 def verify(found: Detected) -> FileCheck:
-    """An existing ``.idx`` must agree with a fresh scan; then every record is read."""
+    """An existing ``.idx`` must agree with a fresh scan; then every record is
+    read. A file that ends inside a record (truncated) is one problem that
+    says which records it still holds, and those are read."""
     rec = found.data_file
     idx = default_index_path(rec)
-    if not idx.is_file():
+    if not idx.is_file():  # the reader scans it (once); a truncated file: see PayloadReader
         return FileCheck(records=functools.partial(PayloadReader, rec))
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            scanned = parse_index(build_index(rec, Path(tmp) / "scan.idx"))[1]
-        except FastDataError as exc:
-            return FileCheck(problems=((rec, f"scanning the file: {exc}"),))
+    starts, size, exc = _scan(rec)
+    if exc is not None and _cut_short(exc):
+        bounds = (*starts, exc.offset)
+        return FileCheck(problems=((rec, _survivors(starts, size, exc)),),
+                         records=functools.partial(PayloadReader, rec, bounds), truncated=True)
+    if exc is not None:
+        places, cause, fix = exc.parts(path=rec)
+        text = f"scanning the file: {', '.join(places) + ': ' if places else ''}{cause}" + (f"; {fix}" if fix else "")
+        return FileCheck(problems=((rec, text),))
     problems: tuple[Problem, ...] = ()
     try:
         listed = parse_index(idx)[1]
     except FastDataError as exc:
         problems = ((idx, str(exc)),)
     else:
-        if sorted(listed.tolist()) != scanned.tolist():
-            problems = ((idx, f"lists {len(listed)} record offsets; the file holds {len(scanned)} records at other offsets"),)
+        if sorted(listed.tolist()) != starts:
+            problems = ((idx, f"lists {len(listed)} record offsets; the file holds {len(starts)} records at other offsets"),)
     return FileCheck(problems=problems, records=functools.partial(PayloadReader, rec))
 
 

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import functools
+import itertools
+import mmap
+import os
 import struct
 import tempfile
 from collections.abc import Iterator
@@ -18,7 +21,7 @@ from ..manifest import MANIFEST_NAME, Manifest
 from .compression import detect as detect_compression
 from .example_parse import is_sequence_example, parse_example, parse_sequence_example
 from .features import IMAGE_KEY
-from .framing import HEADER, masked_crc
+from .framing import HEADER, OVERHEAD, check_header, iter_stream, masked_crc
 from .index import build_index, default_index_path
 from .reader import Reader
 
@@ -84,9 +87,18 @@ def json_feature(value: Any) -> Any:
 def verify(found: Detected) -> FileCheck:
     """An existing index must equal a fresh scan; then the records are read
     front to back (a compressed file has no random access, and after a damaged
-    record nothing can be trusted: TFRecord has no resynchronisation marker)."""
+    record nothing can be trusted: TFRecord has no resynchronisation marker).
+    A file that ends inside a record (truncated) is one problem that says
+    which records it still holds, and those are read."""
     path = found.data_file
     index = index_path(path)
+    if not found.compression:
+        kept, exc = _scan(path)
+        if exc is not None and _cut_short(exc):
+            return FileCheck(
+                problems=((path, _survivors(kept, path.stat().st_size, exc)),),
+                stream=functools.partial(_first, path, kept), image=record_image, truncated=True,
+            )
     problems: tuple[tuple[Path, str], ...] = ()
     if index.is_file() and not found.compression:
         with tempfile.TemporaryDirectory() as tmp:
@@ -98,6 +110,47 @@ def verify(found: Detected) -> FileCheck:
                 return FileCheck(problems=((path, str(exc)),))
     use = None if found.compression or not index.is_file() else index
     return FileCheck(problems=problems, stream=functools.partial(_records, path, use), image=record_image)
+
+
+def _scan(path: Path) -> tuple[int, FormatError | None]:
+    """How many records a walk of the headers finds before the end of an
+    uncompressed file, and the error that stopped it early (None at the end)."""
+    size = path.stat().st_size
+    if not size:
+        return 0, None
+    count, pos = 0, 0
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        try:
+            while pos < size:
+                pos += OVERHEAD + check_header(buf, pos, size - pos, os.fspath(path), True)
+                count += 1
+        except FormatError as exc:
+            return count, exc
+    return count, None
+
+
+def _cut_short(exc: FormatError) -> bool:
+    """Whether a scan stopped because the file ends inside a record (truncated), not at damage."""
+    return exc.reason.startswith("truncated record header") or "(truncated file or corrupt length)" in exc.reason
+
+
+def _survivors(kept: int, size: int, exc: FormatError) -> str:
+    if kept == 0:
+        survive = "no record readable"
+    elif kept == 1:
+        survive = "record 0 readable, 1 onwards lost"
+    else:
+        survive = f"records 0-{kept - 1} readable, {kept} onwards lost"
+    return (
+        f"truncated at byte {size}: {survive} (the record at byte offset {exc.offset} runs past the end of the "
+        "file); restore the file from a good copy or re-create it"
+    )
+
+
+def _first(path: Path, count: int) -> Iterator[bytes]:
+    """The first ``count`` records of an uncompressed file, read in order (both CRCs checked)."""
+    with open(path, "rb") as f:
+        yield from itertools.islice(iter_stream(f, os.fspath(path)), count)
 
 
 def _records(path: Path, index: Path | None) -> Iterator[bytes]:
