@@ -126,6 +126,22 @@ class FullDecode:
         return np.ascontiguousarray(decode(image.data, name=image.name or None)[:1, :1])
 
 
+def recipe_name(normalize: bool = False) -> str:
+    """The baseline row's label: what it is, in the table and the chart alike."""
+    name = "torchvision's recipe" if has_torchvision() else "PIL stand-in for torchvision's recipe"
+    return name + (" + ToTensor+Normalize" if normalize else "")
+
+
+def recipe_note(train: bool, normalize: bool = False) -> str:
+    """What the baseline row does (the table's note)."""
+    steps = "RandomResizedCrop(224) + flip" if train else "Resize(256) + CenterCrop(224)"
+    who = ("pytorch/examples" if normalize else "apex") if train else ("pytorch/examples" if normalize else "eval")
+    out = "float32 normalised in the workers" if normalize else "uint8 collate"
+    if has_torchvision():
+        return f"torchvision {torchvision_version()} ImageFolder + {steps}, {out} ({who})"
+    return f"torchvision not installed: PIL doing its work (ImageFolder walk, {steps}), {out}"
+
+
 def train_transforms(normalize: bool):
     """The baseline's training transforms: torchvision's when installed, else the PIL stand-ins."""
     if has_torchvision():

@@ -16,10 +16,14 @@ import os
 from collections.abc import Iterable
 
 BUSY_LIMIT = 0.10
-"""Other processes' share of this process's CPUs above which a run is called busy."""
+"""Other processes' share of this process's CPUs (weighted by the time timed) above which a row or run is called busy."""
 
-SPREAD_LIMIT = 1.3
-"""A row whose fastest round is more than this many times its slowest is called noisy."""
+NOISE_LIMIT = 0.20
+"""A row whose rounds' relative spread, (fastest - slowest) / median, is over this is called noisy."""
+
+MIN_WINDOW_S = 0.5
+"""Counters are whole clock ticks (10 ms): a window shorter than this says little about other
+processes (one tick over 20 ms of 2 CPUs is 25 %), so such windows are not used to judge a machine busy."""
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -48,6 +52,14 @@ def snapshot(pid: int | None = None, children: Iterable[int] = ()) -> CpuSnapsho
     busy = sum(sum(int(v) for v in (row[1:4] + row[6:9])) for row in wanted)  # type: ignore[index]
     own = _process_ticks(pid or os.getpid(), reaped=True) + sum(_process_ticks(c) for c in children)
     return CpuSnapshot(busy / _TICK, own / _TICK, len(wanted) if cpus else (os.cpu_count() or 1))
+
+
+def weighted(shares: list[float], seconds: list[float]) -> float | None:
+    """Other processes' share over several windows, each weighted by its length
+    (windows shorter than :data:`MIN_WINDOW_S` left out); None when none is left."""
+    pairs = [(x, s) for x, s in zip(shares, seconds) if s >= MIN_WINDOW_S]
+    total = sum(s for _, s in pairs)
+    return sum(x * s for x, s in pairs) / total if total > 0 else None
 
 
 def others_share(before: CpuSnapshot | None, after: CpuSnapshot | None, seconds: float) -> float | None:

@@ -1,75 +1,113 @@
-"""The bench's bar chart: one panel per group, each row's median over its baseline's."""
+"""The bench's bar chart: the table's rows, drawn.
+
+It draws :func:`~.report.rows`, the same list the text table prints: the
+same rows in the same order, labelled alike (a row not trusted keeps its
+``!``), each bar the row's median with its min-max as a whisker and, beside
+it, the table's median, unit and ratio as text. One panel per group, each
+on its own scale: groups differ by orders of magnitude (pipelines ~10^3
+img/s, reads ~10^5 rec/s). :func:`plotted` reads a figure back (labels, bar
+lengths, texts), which ``results.json`` keeps and the tests compare with
+the table.
+"""
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from .harness import Result
 
-FASTER, SLOWER, BASELINE = "#22aa77", "#d95f02", "#999999"
-"""Bar colours by ratio: faster than the group's baseline, slower, the baseline itself."""
+FASTER, SLOWER, BASELINE, NEUTRAL = "#22aa77", "#d95f02", "#999999", "#6a8caf"
+"""Bar colours: faster than the group's baseline, slower, the baseline itself, a row with no ratio."""
 
 
-def colour(ratio: float, is_baseline: bool) -> str:
+def colour(ratio: float | None, is_baseline: bool) -> str:
     """A bar's colour: by how it compares with its baseline, whoever's row it is."""
     if is_baseline:
         return BASELINE
+    if ratio is None:
+        return NEUTRAL
     return FASTER if ratio >= 1.0 else SLOWER
 
 
-def figure(results: list[Result]) -> Any:
-    """The chart: one panel per group, each row's median as a ratio to its
-    group's baseline (min-max as error bars), value labels inside the frame.
-    Groups differ by orders of magnitude (pipelines ~500 img/s, conversion
-    ~9,000 img/s, reads ~10^5 rec/s), so one absolute axis would flatten all
-    but one. None when no group has a baseline to divide by."""
+def figure(results: list[Result], notes: dict[str, str] | None = None) -> Any:
+    """The chart of :func:`~.report.rows` (None when no row was timed)."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
+    from matplotlib.ticker import FuncFormatter
 
-    panels = _panels(results)
-    if not panels:
+    from .report import rows
+
+    shown = rows(results)
+    if not any(r.median is not None for r in shown):
         return None
-    heights = [len(rows) for _, rows in panels]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(10, 0.3 * sum(heights) + 1.1 * len(panels) + 0.4),
+    groups = list(dict.fromkeys(r.group for r in shown))
+    panels = [(g, [r for r in shown if r.group == g]) for g in groups]
+    heights = [len(rs) + 1.2 + (0.4 * len(textwrap.wrap(notes[g], 150)) if notes and notes.get(g) else 0)
+               for g, rs in panels]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(11, 0.32 * sum(heights) + 0.9 * len(panels) + 0.6),
                              squeeze=False, gridspec_kw={"height_ratios": heights})
     labels = []
-    for ax, (group, rows) in zip(axes[:, 0], panels):
-        ratio = [r.median / ref for r, ref in rows]
-        low = [(r.median - min(r.rates)) / ref for r, ref in rows]
-        high = [(max(r.rates) - r.median) / ref for r, ref in rows]
-        ax.barh([r.name for r, _ in rows], ratio, xerr=[low, high],
-                color=[colour(v, not r.baseline) for v, (r, _) in zip(ratio, rows)],
-                error_kw={"elinewidth": 0.8, "ecolor": "#333"})
-        ax.axvline(1.0, color="#444", linewidth=0.8, linestyle="--")
-        for y, (value, up) in enumerate(zip(ratio, high)):
-            labels.append((ax, ax.annotate(f"{value:.2f}x", (value + up, y), xytext=(3, 0), textcoords="offset points",
+    for ax, (group, rs) in zip(axes[:, 0], panels):
+        ax.set_gid(group)
+        values = [r.median or 0.0 for r in rs]
+        low = [(r.median - r.low) if r.median is not None else 0.0 for r in rs]
+        high = [(r.high - r.median) if r.median is not None else 0.0 for r in rs]
+        bars = ax.barh(range(len(rs)), values, xerr=[low, high],
+                       color=[colour(r.ratio, r.ratio_text == "base") for r in rs],
+                       error_kw={"elinewidth": 0.8, "ecolor": "#333"})
+        for bar, r in zip(bars, rs):
+            if r.warnings:
+                bar.set_hatch("///")
+                bar.set_edgecolor("#b00")
+        ax.set_yticks(range(len(rs)), [r.label for r in rs])
+        for tick, r in zip(ax.get_yticklabels(), rs):
+            if r.warnings:
+                tick.set_color("#b00")
+        base = next((r for r in rs if r.ratio_text == "base" and r.median), None)
+        if base is not None:
+            ax.axvline(base.median, color="#444", linewidth=0.8, linestyle="--")
+        for y, (r, value, up) in enumerate(zip(rs, values, high)):
+            labels.append((ax, ax.annotate(r.value_text, (value + up, y), xytext=(3, 0), textcoords="offset points",
                                            va="center", fontsize=8)))
-        ax.set_xlim(0, max(v + u for v, u in zip(ratio, high)) * 1.05)
+        ax.set_xlim(0, max([v + u for v, u in zip(values, high)] + [1e-9]) * 1.05)
         ax.invert_yaxis()
-        base = next(r for r, _ in rows if not r.baseline)
-        ax.set_title(f"{group}: x {base.name} ({base.median:,.0f} {base.unit}/s = 1)", fontsize=10, loc="left")
+        unit = rs[0].unit
+        title = f"{group}: median {unit} of the rounds (whisker: min-max)"
+        if base is not None:
+            title += f"; x = ratio to {base.label.removesuffix(' !')}"
+        if notes and notes.get(group):
+            title += "\n" + "\n".join(textwrap.wrap(notes[group], 150))
+        ax.set_title(title, fontsize=9, loc="left")
         ax.tick_params(axis="y", labelsize=8)
-    axes[-1, 0].set_xlabel("median rate / the group's baseline (min-max)")
-    fig.legend(handles=[Patch(color=FASTER, label="faster than the baseline"), Patch(color=SLOWER, label="slower"),
-                        Patch(color=BASELINE, label="the baseline")], loc="lower right", fontsize=8, ncol=3, frameon=False)
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.0f}"))
+        ax.set_xlabel(unit, fontsize=8)
+    handles = [Patch(color=FASTER, label="faster than the base row"), Patch(color=SLOWER, label="slower"),
+               Patch(color=BASELINE, label="the base row")]
+    if any(r.ratio is None and r.ratio_text != "base" and r.median is not None for r in shown):
+        handles.append(Patch(color=NEUTRAL, label="no base row to compare with"))
+    handles.append(Patch(facecolor="white", edgecolor="#b00", hatch="///",
+                         label="! not trusted (noisy rounds or a busy machine: see the table)"))
+    fig.legend(handles=handles, loc="lower center", fontsize=8, ncol=len(handles), frameon=False)
+    fig.tight_layout(rect=(0, 0.035, 1, 1))
     _fit_labels(fig, labels)
     return fig
 
 
-def _panels(results: list[Result]) -> list[tuple[str, list[tuple[Result, float]]]]:
-    by_key = {(r.group, r.name): r for r in results}
-    panels = []
-    for group in dict.fromkeys(r.group for r in results):
-        bases = {r.baseline for r in results if r.group == group and r.baseline}
-        rows = []
-        for r in results:
-            base = by_key.get((group, r.baseline or r.name))
-            if r.group == group and r.rates and base and base.rates and base.median > 0 and (r.baseline or r.name in bases):
-                rows.append((r, base.median))
-        if rows:
-            panels.append((group, rows))
-    return panels
+def plotted(fig: Any) -> list[dict[str, Any]]:
+    """What ``fig`` draws, read back from its artists: per bar its panel's group,
+    its tick label, its length and the text beside it, top to bottom."""
+    out = []
+    for ax in fig.axes:
+        group = ax.get_gid()
+        if group is None:
+            continue
+        ticks = [t.get_text() for t in ax.get_yticklabels()]
+        bars = [p for p in ax.patches]
+        texts = [t.get_text() for t in ax.texts]
+        for label, bar, text in zip(ticks, bars, texts):
+            out.append({"group": group, "label": label, "value": float(bar.get_width()), "text": text})
+    return out
 
 
 def _fit_labels(fig: Any, labels: list[tuple[Any, Any]]) -> None:

@@ -8,6 +8,7 @@ import hashlib
 import os
 import signal
 import sys
+import textwrap
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -19,38 +20,71 @@ from ..formats import MANIFEST_NAME, Manifest, speedups
 from . import report, suite, verdicts
 from .default_data import cache_dir, default_dataset
 from .harness import run_interleaved
+from .progress import Progress, duration, estimate
 from .quiet import held_back_warnings
 from .targets import decode_aware_row
 
 
 def build_parser() -> argparse.ArgumentParser:
+    paragraphs = [
+        "Time fastdata against torchvision's recipe (a PIL stand-in doing the same work, labelled as such, when "
+        "torchvision is not installed) and DALI's CPU pipeline (when installed), interleaved in one run, on this "
+        "machine.",
+        "The default grid (about a minute on 2 cores): training and evaluation; the baseline, then fastdata's "
+        "defaults (make_loader, decode-aware transforms) over the image folder and over its RecordIO and TFRecord "
+        "conversions, and DALI CPU over RecordIO (training). --full times everything (several minutes): every "
+        "format, the same PIL transforms through fastdata, the pytorch/examples recipe, the other kind of workers, "
+        "the decode limit, DALI per source and for evaluation, shards stored --resize'd and --passthrough, raw "
+        "record reads and conversion speed.",
+        "With no SRC it generates a set of photo-like JPEGs once (cached). Results: a table on stdout and "
+        "results.json/.txt/.png in --out, with the machine and versions.",
+    ]
     p = argparse.ArgumentParser(
         prog="fastdata bench",
-        description="Time fastdata against the plain torchvision/PIL pipeline (and DALI when installed), "
-        "interleaved in one run. With no SRC it generates a default set of photo-like JPEGs.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="\n\n".join(textwrap.fill(x, 100) for x in paragraphs),
     )
-    p.add_argument("src", nargs="?", help="an ImageFolder tree (SRC/<class>/<image>) or a converted directory")
+    p.add_argument("src", nargs="?", help="an ImageFolder tree (SRC/<class>/<image>) or a converted directory "
+                                          "(then only raw reads are timed); default: the generated set")
+    p.add_argument("--full", action="store_true",
+                   help="time the full grid (every group, format and variant; several minutes) instead of the "
+                        "default grid (the comparison above, about a minute)")
     p.add_argument("--out", default="bench-results", help="where results.json/.txt/.png go (default: %(default)s)")
-    p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1), help="DataLoader workers / DALI threads")
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--rounds", type=int, default=3, help="timed rounds per variant (after warm-up)")
-    p.add_argument("--warmup", type=int, default=1)
-    p.add_argument("--pass-images", type=int, default=960, metavar="N",
-                   help="each timed pipeline pass reads whole epochs until it has read N images, so that a pass on a "
-                        "small set lasts long enough for its ratio to repeat from run to run (default: %(default)s)")
-    p.add_argument("--groups", default="train,eval,read,convert", help="comma list of train,eval,read,convert")
-    p.add_argument("--formats", default=",".join(suite.FORMATS))
+    p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
+                   help="DataLoader workers for every pipeline, and DALI's threads (default: min(2, CPUs), "
+                        "here %(default)s)")
+    p.add_argument("--batch-size", type=int, default=32, help="images per batch in every pipeline (default: %(default)s)")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="timed rounds per variant; each row shows their median, min and max (default: %(default)s)")
+    p.add_argument("--warmup", type=int, default=1,
+                   help="untimed warm-up rounds before them (one epoch each: page cache, lazy imports; "
+                        "default: %(default)s)")
+    p.add_argument("--pass-seconds", type=float, default=1.0, metavar="S",
+                   help="each timed pass reads whole epochs (reads: whole passes over the records) until it has "
+                        "lasted S seconds, so that short passes do not turn scheduling noise into spread "
+                        "(default: %(default)s)")
+    p.add_argument("--pass-images", type=int, default=0, metavar="N",
+                   help="a timed pipeline pass also reads at least N images (default: %(default)s: "
+                        "--pass-seconds alone decides)")
+    p.add_argument("--groups", default=None,
+                   help="comma list of train,eval,read,convert: which groups to time (default: train,eval; "
+                        "with --full all four)")
+    p.add_argument("--formats", default=None,
+                   help=f"comma list of the formats to convert SRC to and time (of {','.join(suite.FORMATS)}; "
+                        f"default: {','.join(suite.DEFAULT_FORMATS)}; with --full all)")
     p.add_argument("--no-dali", action="store_true", help="leave DALI out even when installed")
-    p.add_argument("--resized", type=int, default=256, metavar="S",
+    p.add_argument("--resized", type=int, default=None, metavar="S",
                    help="also time RecordIO shards converted with --resize S (FFCV's lever: store smaller "
-                        "images); 0 leaves them out (default: %(default)s)")
-    p.add_argument("--passthrough", action=argparse.BooleanOptionalAction, default=True,
+                        "images); 0 leaves them out (default: 0; with --full 256)")
+    p.add_argument("--passthrough", action=argparse.BooleanOptionalAction, default=None,
                    help="also time RecordIO shards converted with --passthrough (JPEGs byte for byte, no restart "
                         "markers) beside the default conversion; only where the compiled decoder makes restart "
-                        "markers the default (default: on)")
-    p.add_argument("--images", type=int, default=240, help="size of the generated default set")
-    p.add_argument("--quick", action="store_true", help="smoke run: tiny set, one round, no warm-up (seconds, not figures)")
-    p.add_argument("--quiet", action="store_true")
+                        "markers the default (default: off; with --full on)")
+    p.add_argument("--images", type=int, default=240, help="size of the generated default set (default: %(default)s)")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke run: tiny set, one round, no warm-up, short passes (seconds; its figures mean nothing)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress or notes on stderr: only the results (stdout) and the files")
     return p
 
 
@@ -98,9 +132,21 @@ def _quiet_teardown_after_ctrl_c() -> Iterator[None]:
 
 
 def _run(args: argparse.Namespace, convert: suite.Convert | None) -> int:
+    full = args.full
+    if args.groups is None:
+        args.groups = "train,eval,read,convert" if full else "train,eval"
+    if args.formats is None:
+        args.formats = ",".join(suite.FORMATS if full else suite.DEFAULT_FORMATS)
+    if args.resized is None:
+        args.resized = 256 if full else 0
+    if args.passthrough is None:
+        args.passthrough = full
     if args.quick:
-        args.images, args.rounds, args.warmup, args.batch_size, args.pass_images = min(args.images, 16), 1, 0, 8, 0
+        args.images, args.rounds, args.warmup, args.batch_size = min(args.images, 16), 1, 0, 8
+        args.pass_images, args.pass_seconds = 0, 0.0
     say = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    grid = "full grid" if full else "default grid (--full: everything)"
+    say(f"bench: {grid}; generating data and shards first where not cached")
     src, shards = _source(args, convert, say)
     groups = tuple(g for g in args.groups.split(",") if g)
     if src is None:
@@ -110,29 +156,61 @@ def _run(args: argparse.Namespace, convert: suite.Convert | None) -> int:
     scratch.mkdir(parents=True, exist_ok=True)
     settings = suite.Settings(src=src or "", shards=shards, workers=args.workers, batch_size=args.batch_size,
                               dali=not args.no_dali, groups=groups, convert=convert, scratch=str(scratch),
-                              pass_images=args.pass_images)
+                              pass_images=args.pass_images, pass_seconds=args.pass_seconds, full=full,
+                              convert_images=160 if args.quick else suite.CONVERT_IMAGES)
     say(f"bench: crop decode: {native_status()}")
     say(f"bench: shard writing: {speedups.status()}")
     missing = suite.missing_peers(settings)
     for peer, what in missing.items():
         say(f"bench: no {peer} rows: {what}")
     variants = suite.build(settings)
+    say(estimate_line(variants, args.rounds, args.warmup, full))
+    tracker = None if args.quiet else Progress(variants, args.rounds, args.warmup)
     with held_back_warnings() as held:
-        results = run_interleaved(variants, rounds=args.rounds, warmup=args.warmup, progress=say)
+        results = run_interleaved(variants, rounds=args.rounds, warmup=args.warmup, progress=tracker)
     for line in held.summary():
         say(line)
-    judged = verdicts.judge(results, suite.FORMATS, missing)
-    meta = {"src": src, "shards": shards, "workers": args.workers, "batch_size": args.batch_size,
-            "rounds": args.rounds, "warmup": args.warmup, "pass_images": args.pass_images, "quick": args.quick,
-            "held_back_warnings": dict(held.counts),
+    judged = verdicts.judge(results, suite.FORMATS, missing, full=full)
+    notes = group_notes(results, settings)
+    meta = {"src": src, "shards": shards, "grid": "full" if full else "default", "groups": list(groups),
+            "workers": args.workers, "batch_size": args.batch_size,
+            "rounds": args.rounds, "warmup": args.warmup, "pass_seconds": args.pass_seconds,
+            "pass_images": args.pass_images, "quick": args.quick,
+            "held_back_warnings": dict(held.counts), "group_notes": notes,
             "judged_configuration": judged_configuration(results), "missing_peers": missing,
             "targets": [v.to_json() for v in judged]}
-    text = "\n".join([*header(results, missing), "", report.table(results), "",
-                      *report.headline(results, missing)])
+    text = "\n".join([*header(results, missing), "", report.table(results, notes), "",
+                      *report.headline(results, missing, full=full)])
     paths = report.write_all(results, meta, args.out, text=text)
     print(text)
     print(f"\nwrote {', '.join(str(p) for p in paths.values())}")
     return 0
+
+
+def estimate_line(variants: Sequence[Any], rounds: int, warmup: int, full: bool) -> str:
+    """The one line said before timing: how many variants, how many passes, roughly how long."""
+    groups = ", ".join(f"{g} {n}" for g, n in _count_by_group(variants).items())
+    passes = f"{rounds} round{'s' if rounds != 1 else ''}" + (f" + {warmup} warm-up" if warmup else "")
+    other = "" if full else "; --full times everything, several minutes"
+    return (f"bench: timing {len(variants)} variants ({groups}) x {passes}: roughly "
+            f"{duration(estimate(variants, rounds, warmup))}{other}")
+
+
+def _count_by_group(variants: Sequence[Any]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in variants:
+        out[v.group] = out.get(v.group, 0) + 1
+    return out
+
+
+def group_notes(results: list, settings: suite.Settings) -> dict[str, str]:
+    """What each timed group's figures are, where the table alone does not say (the chart's panels say it too)."""
+    timed = {r.group for r in results}
+    out = {}
+    for group, text in suite.GROUP_NOTES.items():
+        if group in timed:
+            out[group] = text.format(n=settings.converted_files, k=suite.CONVERT_TINY)
+    return out
 
 
 def judged_configuration(results: list) -> str:
@@ -150,8 +228,9 @@ def header(results: list, missing: dict[str, str] | None = None) -> list[str]:
     from .baselines import has_torchvision, torchvision_version
 
     lines = [
+        report.machine_line(),
         f"crop decode: {native_status()}",
-        f"baseline: {'torchvision ' + torchvision_version() if has_torchvision() else 'PIL stand-in (no torchvision)'}",
+        f"baseline: {'torchvision ' + torchvision_version() if has_torchvision() else 'PIL stand-in for torchvision (not installed)'}",
         f"targets judged on: {judged_configuration(results)}",
         f"shard writing: {speedups.status()}",
     ]

@@ -39,6 +39,21 @@ class Variant:
     bytes_per_item: float | None = None
     setup: Callable[[], Any] | None = None
     teardown: Callable[[], Any] | None = None
+    warm: Callable[[], int | Measured] | None = None
+    """The warm-up pass (default: ``run``); a shorter one (one epoch) warms caches as well."""
+    expect: float = 1.5
+    """Roughly how many seconds one timed step takes (setup and teardown included): the up-front estimate."""
+    expect_warm: float | None = None
+    """The same for a warm-up step (default: ``expect``)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    """What ``Variant.run`` returns when it times itself: ``items`` in ``seconds``
+    (e.g. a conversion's time beyond start-up: a whole run's minus a tiny run's)."""
+
+    items: float
+    seconds: float
 
 
 @dataclasses.dataclass
@@ -54,6 +69,8 @@ class Result:
     error: str | None = None
     others: list[float] = dataclasses.field(default_factory=list)
     """Other processes' share of our CPUs during each timed round (see :mod:`.busy`)."""
+    seconds: list[float] = dataclasses.field(default_factory=list)
+    """How long each timed round's window was (the window ``others`` was measured over)."""
 
     @property
     def median(self) -> float:
@@ -61,15 +78,20 @@ class Result:
 
     @property
     def spread(self) -> float | None:
-        """Fastest round over slowest (None with fewer than two rounds)."""
-        if len(self.rates) < 2 or min(self.rates) <= 0:
+        """The rounds' relative spread, (fastest - slowest) / median (None with fewer than two rounds)."""
+        if len(self.rates) < 2 or self.median <= 0:
             return None
-        return max(self.rates) / min(self.rates)
+        return (max(self.rates) - min(self.rates)) / self.median
 
     @property
     def busy(self) -> float | None:
-        """Other processes' mean share of our CPUs while this row was timed."""
-        return statistics.fmean(self.others) if self.others else None
+        """Other processes' share of our CPUs while this row was timed, weighted by
+        each round's length (rounds too short to tell left out: :func:`.busy.weighted`)."""
+        if not self.others:
+            return None
+        if len(self.seconds) != len(self.others):  # built by hand, without windows
+            return statistics.fmean(self.others)
+        return busy.weighted(self.others, self.seconds)
 
 
 def run_interleaved(
@@ -77,41 +99,55 @@ def run_interleaved(
     *,
     rounds: int = 3,
     warmup: int = 1,
-    progress: Callable[[str], None] | None = None,
+    progress: Any = None,
 ) -> list[Result]:
     """Time every variant ``rounds`` times, one pass of each per round.
 
     The first ``warmup`` rounds are run and discarded (page cache, worker
     start-up, lazy imports). A variant that raises is reported with its error
-    and left out of later rounds; the others go on.
+    and left out of later rounds; the others go on. ``progress`` is a
+    :class:`~.progress.Progress` (told when each step begins and ends) or a
+    callable given one line per step.
     """
     results = {(v.group, v.name): Result(v.name, v.group, v.unit, [], 0.0, v.baseline, v.note, v.bytes_per_item) for v in variants}
     total = (warmup + rounds) * len(variants)
     step = 0
     for rnd in range(warmup + rounds):
+        warm = rnd < warmup
+        label = "warm-up" if warm else f"round {rnd - warmup + 1}/{rounds}"
         for v in variants:
             step += 1
             res = results[(v.group, v.name)]
             if res.error:
+                if hasattr(progress, "skip"):
+                    progress.skip(v, warm)
                 continue
-            if progress:
-                label = "warm-up" if rnd < warmup else f"round {rnd - warmup + 1}/{rounds}"
+            if hasattr(progress, "begin"):
+                progress.begin(step, total, label, v, warm)
+            elif progress:
                 progress(f"[{step}/{total}] {label}: {v.name}")
+            t0 = time.perf_counter()
             try:
-                rate, rss, others = _timed(v)
+                rate, rss, others, window = _timed(v, warm)
             except Exception as exc:  # a broken variant must not sink the others
                 res.error = f"{type(exc).__name__}: {exc}"[:300]
                 continue
+            finally:
+                if hasattr(progress, "end"):
+                    progress.end(v, warm, time.perf_counter() - t0)
             res.peak_rss_mb = max(res.peak_rss_mb, rss)
-            if rnd >= warmup:
+            if not warm:
                 res.rates.append(rate)
                 if others is not None:
                     res.others.append(others)
+                    res.seconds.append(window)
+    if hasattr(progress, "close"):
+        progress.close()
     return list(results.values())
 
 
-def _timed(v: Variant) -> tuple[float, float, float | None]:
-    """Items per second, peak RSS (MB) and other processes' share of the CPUs meanwhile."""
+def _timed(v: Variant, warm: bool = False) -> tuple[float, float, float | None, float]:
+    """Items per second, peak RSS (MB), other processes' share of the CPUs meanwhile and the window's length."""
     if v.setup:
         with sigint_blocked():  # setup starts the variant's workers
             v.setup()
@@ -120,14 +156,18 @@ def _timed(v: Variant) -> tuple[float, float, float | None]:
     try:
         before = busy.snapshot(children=_children())
         t0 = time.perf_counter()
-        n = v.run()
+        got = (v.warm or v.run)() if warm else v.run()
         dt = time.perf_counter() - t0
         others = busy.others_share(before, busy.snapshot(children=_children()), dt)
     finally:
         peak = sampler.stop()
         if v.teardown:
             v.teardown()
-    return (n / dt if dt > 0 else 0.0), peak, others
+    if isinstance(got, Measured):
+        rate = got.items / got.seconds if got.seconds > 0 else 0.0
+    else:
+        rate = got / dt if dt > 0 else 0.0
+    return rate, peak, others, dt
 
 
 def _children() -> list[int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import importlib.metadata
 import json
@@ -17,7 +18,7 @@ from .harness import Result
 from .verdicts import row_warnings, run_warnings
 
 _PACKAGES = ["fastdata", "torch", "torchvision", "numpy", "pillow", "PyTurboJPEG", "simplejpeg",
-             "opencv-python-headless", "nvidia-dali-cuda130", "lmdb", "tfrecord"]
+             "opencv-python-headless", "nvidia-dali-cuda130", "nvidia-dali-cuda120", "lmdb", "tfrecord", "matplotlib"]
 
 
 def machine_info() -> dict:
@@ -57,62 +58,148 @@ def ratios(results: list[Result]) -> dict[tuple[str, str], float | None]:
     return out
 
 
-def table(results: list[Result]) -> str:
-    """The rows as text; a row whose figure may not be trusted (noisy rounds, a
-    busy machine: :func:`~.verdicts.row_warnings`) is marked ``!`` with why."""
+def rate_text(value: float) -> str:
+    """A rate as the table and the chart both show it: ``2,306`` (``12.5`` below 100)."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One row as shown: the table prints these, the chart draws these (:func:`rows`)."""
+
+    group: str
+    label: str
+    """The variant's name, with `` !`` when its figure is not trusted (:attr:`warnings`)."""
+    unit: str
+    median: float | None
+    low: float | None
+    high: float | None
+    spread: str
+    ratio: float | None
+    ratio_text: str
+    """``4.88x``, ``base`` (the row the group's ratios are taken against) or ``-``."""
+    rss_mb: float
+    note: str
+    warnings: tuple[str, ...]
+    error: str | None
+
+    @property
+    def value_text(self) -> str:
+        """The median with its unit and the ratio: the chart's bar label, the table's figures."""
+        if self.median is None:
+            return "failed"
+        return f"{rate_text(self.median)} {self.unit}  {self.ratio_text}"
+
+
+def rows(results: list[Result]) -> list[Row]:
+    """The rows in the order shown: the one source of the table and the chart."""
     rat = ratios(results)
-    head = (f"{'group':<10} {'variant':<44} {'median':>10} {'min':>10} {'max':>10} {'spread':>6} {'x base':>7} "
-            f"{'RSS MB':>7}  note")
-    lines = [head, "-" * len(head)]
+    bases = {(r.group, r.baseline) for r in results if r.baseline}
+    out = []
     for r in results:
-        if r.error:
-            lines.append(f"{r.group:<10} {r.name:<44} {'failed':>10}  {r.error}")
+        warns = tuple(row_warnings(r))
+        label = r.name + (" !" if warns else "")
+        if r.error or not r.rates:
+            out.append(Row(r.group, label, f"{r.unit}/s", None, None, None, "-", None, "-", r.peak_rss_mb,
+                           r.error or "no rounds timed", warns, r.error or "no rounds timed"))
             continue
-        unit = f"{r.unit}/s"
-        mn, mx = (min(r.rates), max(r.rates)) if r.rates else (0, 0)
         value = rat[(r.group, r.name)]
-        ratio = f"{value:.2f}" if value is not None else ("base" if not r.baseline else "-")
-        spread = f"{r.spread:.2f}" if r.spread is not None else "-"
-        warn = "; ".join(row_warnings(r))
-        note = " ".join(x for x in (unit, r.note, f"! {warn}" if warn else "") if x)
+        ratio = f"{value:.2f}x" if value is not None else ("base" if (r.group, r.name) in bases else "-")
+        spread = f"{r.spread:.0%}" if r.spread is not None else "-"
+        note = "; ".join(x for x in (r.note, f"! {'; '.join(warns)}" if warns else "") if x)
+        out.append(Row(r.group, label, f"{r.unit}/s", r.median, min(r.rates), max(r.rates), spread, value, ratio,
+                       r.peak_rss_mb, note, warns, None))
+    return out
+
+
+def table(results: list[Result], notes: dict[str, str] | None = None) -> str:
+    """The rows as text; a row whose figure may not be trusted (noisy rounds, a
+    busy machine: :func:`~.verdicts.row_warnings`) is marked ``!`` after its
+    name, and its note says why. ``notes``: a line per group on what its figures are."""
+    shown = rows(results)
+    width = max([len("variant"), *(len(r.label) for r in shown)])
+    head = (f"{'group':<7}  {'variant':<{width}}  {'median':>9}  {'min':>9}  {'max':>9}  {'spread':>6}  {'x base':>6}  "
+            f"{'RSS MB':>6}  unit   note")
+    lines = [head, "-" * len(head)]
+    for r in shown:
+        if r.median is None:
+            lines.append(f"{r.group:<7}  {r.label:<{width}}  {'failed':>9}  {r.error}")
+            continue
         lines.append(
-            f"{r.group:<10} {r.name:<44} {r.median:>10.1f} {mn:>10.1f} {mx:>10.1f} {spread:>6} {ratio:>7} "
-            f"{r.peak_rss_mb:>7.0f}  {note}"
+            f"{r.group:<7}  {r.label:<{width}}  {rate_text(r.median):>9}  {rate_text(r.low):>9}  {rate_text(r.high):>9}  "
+            f"{r.spread:>6}  {r.ratio_text:>6}  {r.rss_mb:>6.0f}  {r.unit:<5}  {r.note}".rstrip()
         )
+    groups = list(dict.fromkeys(r.group for r in shown))
+    said = [(g, notes[g]) for g in groups if notes and notes.get(g)]
+    lines.append("")
+    lines.append("median/min/max: the rounds' rates; spread: (max - min) / median; x base: median over the group's "
+                 "base row's; '!' after a name: not trusted (its note says why)")
+    lines += [f"{g}: {text}" for g, text in said]
     return "\n".join(lines)
 
 
-def to_json(results: list[Result], meta: dict) -> str:
+def parse_table(text: str) -> list[dict[str, str]]:
+    """The rows of :func:`table`'s text back as columns (what a reader of results.txt sees)."""
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("group ") and "variant" in line)
+    out = []
+    for line in lines[at + 2:]:
+        if not line.strip():
+            break
+        cells = [c for c in line.split("  ") if c.strip()]
+        cells = [c.strip() for c in cells]
+        if cells[2] == "failed":
+            out.append({"group": cells[0], "variant": cells[1], "median": "failed"})
+            continue
+        keys = ["group", "variant", "median", "min", "max", "spread", "x base", "RSS MB", "unit", "note"]
+        out.append(dict(zip(keys, cells[:9] + ["  ".join(cells[9:])])))
+    return out
+
+
+def machine_line(info: dict | None = None) -> str:
+    """The machine and versions, one line for the text report (the JSON has them in full)."""
+    m = info or machine_info()
+    v = {k: x for k, x in m["versions"].items() if x}
+    cpus = m["cpu_affinity"] or m["cpu_count"]
+    names = ", ".join(f"{k} {x}" for k, x in v.items())
+    return f"machine: {m['cpu_model'] or 'unknown CPU'}, {cpus} CPUs for this process; Python {m['python']}; {names}"
+
+
+def to_json(results: list[Result], meta: dict, chart: list[dict] | None = None) -> str:
     rat = ratios(results)
-    rows = []
-    for r in results:
-        rows.append({
-            "group": r.group, "name": r.name, "unit": f"{r.unit}/s", "rates": r.rates, "median": r.median,
-            "min": min(r.rates) if r.rates else None, "max": max(r.rates) if r.rates else None,
-            "spread": r.spread, "others_cpu_share": r.busy,
-            "baseline": r.baseline, "ratio_to_baseline": rat[(r.group, r.name)], "peak_rss_mb": round(r.peak_rss_mb, 1),
+    out = []
+    for r, shown in zip(results, rows(results)):
+        out.append({
+            "group": r.group, "name": r.name, "label": shown.label, "unit": f"{r.unit}/s", "rates": r.rates,
+            "median": r.median, "min": min(r.rates) if r.rates else None, "max": max(r.rates) if r.rates else None,
+            "relative_spread": r.spread, "others_cpu_share": r.busy, "round_seconds": r.seconds,
+            "baseline": r.baseline, "ratio_to_baseline": rat[(r.group, r.name)], "ratio_text": shown.ratio_text,
+            "peak_rss_mb": round(r.peak_rss_mb, 1),
             "mb_per_s": (r.median * r.bytes_per_item / 1e6) if r.bytes_per_item else None,
             "note": r.note, "error": r.error, "warnings": row_warnings(r),
         })
-    doc = {"machine": machine_info(), "settings": meta, "warnings": run_warnings(results), "results": rows}
+    doc = {"machine": machine_info(), "settings": meta, "warnings": run_warnings(results),
+           "machine_busy": verdicts.machine_busy(results), "results": out, "chart": chart}
     return json.dumps(doc, indent=1)
 
 
 def write_all(results: list[Result], meta: dict, out_dir: str | os.PathLike[str], *, text: str | None = None) -> dict[str, Path]:
     """Write results.json, results.txt (``text``, else the table) and (with
-    matplotlib) results.png; return their paths."""
+    matplotlib) results.png; return their paths. The JSON's ``chart`` is what
+    the PNG plots, read back from the figure (None without matplotlib)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "results.json", "table": out / "results.txt"}
-    paths["json"].write_text(to_json(results, meta))
-    paths["table"].write_text((text if text is not None else table(results)) + "\n")
-    png = _chart(results, out / "results.png")
-    if png:
-        paths["png"] = png
+    notes = meta.get("group_notes") if isinstance(meta, dict) else None
+    paths["table"].write_text((text if text is not None else table(results, notes)) + "\n")
+    plotted = _chart(results, out / "results.png", notes)
+    if plotted is not None:
+        paths["png"] = out / "results.png"
+    paths["json"].write_text(to_json(results, meta, plotted))
     return paths
 
 
-def _chart(results: list[Result], path: Path) -> Path | None:
+def _chart(results: list[Result], path: Path, notes: dict[str, str] | None) -> list[dict] | None:
     try:
         import matplotlib
 
@@ -120,17 +207,20 @@ def _chart(results: list[Result], path: Path) -> Path | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    fig = figure(results)
+    from .chart import plotted
+
+    fig = figure(results, notes)
     if fig is None:
         return None
     fig.savefig(path, dpi=100)
+    data = plotted(fig)
     plt.close(fig)
-    return path
+    return data
 
 
-def headline(results: list[Result], missing: dict[str, str] | None = None) -> list[str]:
+def headline(results: list[Result], missing: dict[str, str] | None = None, *, full: bool = True) -> list[str]:
     """The project's speed targets (:mod:`fastdata.bench.targets`), each judged on
     the defaults' row (:mod:`fastdata.bench.verdicts`), then the run's warnings."""
     from .suite import FORMATS
 
-    return verdicts.headline(results, FORMATS, missing)
+    return verdicts.headline(results, FORMATS, missing, full=full)

@@ -6,7 +6,7 @@ over shards from the default conversion) on the first format timed
 (RecordIO unless ``--formats`` says otherwise), never "the best row of this
 run", which changed from run to run. A verdict is the ratio of the two rows'
 medians (the table's); it carries a warning when either row's rounds spread
-by more than :data:`~.busy.SPREAD_LIMIT`, when other processes took more than
+by more than :data:`~.busy.NOISE_LIMIT` of their median, when other processes took more than
 :data:`~.busy.BUSY_LIMIT` of the CPUs while they were timed, or when the
 rounds' own paired ratios fall on both sides of the minimum (a close call
 that a rerun may decide the other way).
@@ -15,10 +15,9 @@ that a rerun may decide the other way).
 from __future__ import annotations
 
 import dataclasses
-import statistics
 from typing import Any
 
-from .busy import BUSY_LIMIT, SPREAD_LIMIT
+from .busy import BUSY_LIMIT, NOISE_LIMIT
 from .harness import Result
 from .targets import TARGETS, decode_aware_row, decode_limit_row
 
@@ -70,18 +69,25 @@ def judged_source(results: list[Result], formats: tuple[str, ...]) -> str:
     return next((fmt for fmt in formats if decode_aware_row(fmt) in names), "ImageFolder")
 
 
+def is_noisy(r: Result) -> bool:
+    """The rounds' relative spread, (fastest - slowest) / median, is over :data:`~.busy.NOISE_LIMIT`."""
+    return r.spread is not None and r.spread > NOISE_LIMIT
+
+
 def row_warnings(r: Result) -> list[str]:
     """Why one row's figure may not be trusted (empty when it may)."""
     out = []
-    if r.spread is not None and r.spread > SPREAD_LIMIT:
-        out.append(f"noisy: rounds differ {r.spread:.2f}x (over {SPREAD_LIMIT}x)")
+    if is_noisy(r):
+        out.append(f"noisy: rounds spread {r.spread:.0%} of the median (over {NOISE_LIMIT:.0%})")
     if r.busy is not None and r.busy > BUSY_LIMIT:
         out.append(f"busy: other processes used {r.busy:.0%} of the CPUs (over {BUSY_LIMIT:.0%})")
     return out
 
 
-def judge(results: list[Result], formats: tuple[str, ...], missing: dict[str, str] | None = None) -> list[Verdict]:
-    """Every target of :data:`~.targets.TARGETS`, judged on the defaults' row (see the module docstring)."""
+def judge(results: list[Result], formats: tuple[str, ...], missing: dict[str, str] | None = None,
+          *, full: bool = True) -> list[Verdict]:
+    """Every target of :data:`~.targets.TARGETS`, judged on the defaults' row (see the module docstring).
+    ``full=False`` (the default grid) says of a row it leaves out that ``--full`` times it."""
     missing = missing or {}
     source = judged_source(results, formats)
     rows = {(r.group, r.name): r for r in results}
@@ -100,6 +106,8 @@ def judge(results: list[Result], formats: tuple[str, ...], missing: dict[str, st
         if num is None or den is None or not num.rates or not den.rates or den.median <= 0:
             gone = v.row if num is None or not num.rates else against
             v.why_not = f"DALI {absent}" if absent else f"{gone or 'its baseline'} was not timed in this run"
+            if not absent and not full and (group, gone or "") not in rows:
+                v.why_not = f"{gone!r} is not in the default grid (`fastdata bench --full` times it)"
             out.append(v)
             continue
         v.ratio = num.median / den.median
@@ -115,23 +123,40 @@ def judge(results: list[Result], formats: tuple[str, ...], missing: dict[str, st
 def run_warnings(results: list[Result]) -> list[str]:
     """Run-level warnings: a busy machine, noisy rows."""
     out = []
-    shares = [x for r in results for x in r.others]
-    if shares and statistics.fmean(shares) > BUSY_LIMIT:
+    share = machine_busy(results)
+    if share is not None and share > BUSY_LIMIT:
         out.append(
-            f"WARNING: the machine was busy: other processes used {statistics.fmean(shares):.0%} of this process's "
+            f"WARNING: the machine was busy: other processes used {share:.0%} of this process's "
             f"CPUs while rows were timed (over {BUSY_LIMIT:.0%}); ratios measured now can be off by more than the "
             "targets' margins: rerun on an idle machine"
         )
-    noisy = [r.name for r in results if r.spread is not None and r.spread > SPREAD_LIMIT]
+    noisy = [r.name for r in results if is_noisy(r)]
     if noisy:
-        out.append(f"WARNING: {len(noisy)} row(s) varied by more than {SPREAD_LIMIT}x between rounds (marked ! in the "
-                   "table): more --rounds, or a quieter machine")
+        out.append(f"WARNING: {len(noisy)} row(s) spread by more than {NOISE_LIMIT:.0%} of their median between rounds "
+                   "(marked ! in the table and the chart): more --rounds, or a quieter machine")
     return out
 
 
-def headline(results: list[Result], formats: tuple[str, ...], missing: dict[str, str] | None = None) -> list[str]:
+def machine_busy(results: list[Result]) -> float | None:
+    """Other processes' share of our CPUs over every timed round of the run, weighted by
+    the rounds' lengths (:func:`.busy.weighted`; rows built without windows: their mean)."""
+    from .busy import weighted
+
+    shares, seconds = [], []
+    for r in results:
+        if len(r.seconds) == len(r.others):
+            shares += r.others
+            seconds += r.seconds
+        elif r.others:  # a hand-built row: its rounds count as a second each
+            shares += r.others
+            seconds += [1.0] * len(r.others)
+    return weighted(shares, seconds)
+
+
+def headline(results: list[Result], formats: tuple[str, ...], missing: dict[str, str] | None = None,
+             *, full: bool = True) -> list[str]:
     """The targets as lines, then the run's warnings."""
     source = judged_source(results, formats)
     lines = [f"targets (ratios from this run; judged on fastdata {source} with the defaults):"]
-    lines += [v.line() for v in judge(results, formats, missing)]
+    lines += [v.line() for v in judge(results, formats, missing, full=full)]
     return lines + run_warnings(results)

@@ -59,7 +59,7 @@ def _interrupt_after(proc: subprocess.Popen, marker: str, delay: float, timeout:
     ("marker", "delay"),
     [
         ("fastdata ImageFolder, decode-aware", 0.0),  # make_loader starting its workers
-        ("pytorch/examples recipe", 0.3),  # a plain DataLoader mid-epoch
+        ("torchvision's recipe", 0.3),  # a plain DataLoader (the baseline, or its PIL stand-in) mid-epoch
     ],
     ids=["workers-starting", "mid-epoch"],
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -14,7 +15,7 @@ from fastdata.bench.report import headline, ratios, table
 def test_quick_bench_from_the_command_line(tmp_path):
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
     out = tmp_path / "results"
-    cmd = [sys.executable, "-m", "fastdata.converters.cli", "bench", "--quick", "--groups", "train,eval,read,convert",
+    cmd = [sys.executable, "-m", "fastdata.converters.cli", "bench", "--quick", "--full", "--groups", "train,eval,read,convert",
            "--formats", "recordio", "--no-dali", "--resized", "0", "--workers", "1", "--out", str(out), "--quiet"]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -36,17 +37,72 @@ def test_quick_bench_from_the_command_line(tmp_path):
     # the default conversion writes restart markers where the compiled decoder is built; byte-for-byte
     # (--passthrough) shards are then timed beside it
     assert (("train", "fastdata recordio --passthrough, decode-aware") in rows) == (kind == "threads")
-    # the header names the decode path and the configuration the targets are judged on
-    head = proc.stdout.splitlines()[:3]
-    assert head[0] == f"crop decode: {native_status()}"
-    assert head[2].startswith("targets judged on: fastdata recordio, decode-aware (defaults: make_loader(ds, 8, workers=1)")
-    assert doc["settings"]["judged_configuration"] == head[2].split(": ", 1)[1]
+    # the header names the machine, the decode path and the configuration the targets are judged on
+    head = proc.stdout.splitlines()[:4]
+    assert head[0].startswith("machine: ") and f"torch {doc['machine']['versions']['torch']}" in head[0]
+    assert head[1] == f"crop decode: {native_status()}"
+    assert head[3].startswith("targets judged on: fastdata recordio, decode-aware (defaults: make_loader(ds, 8, workers=1)")
+    assert doc["settings"]["judged_configuration"] == head[3].split(": ", 1)[1]
     assert {t["target"] for t in doc["settings"]["targets"]} == {"train_vs_torchvision", "train_vs_dali_cpu",
                                                                  "eval_vs_torchvision", "decode_limit"}
     assert doc["settings"]["missing_peers"]["DALI"] == "left out (--no-dali)"
     assert "not timed: DALI: left out (--no-dali)" in proc.stdout
     assert "targets (ratios from this run" in proc.stdout
-    assert (out / "results.txt").read_text().startswith("crop decode: ")
+    assert (out / "results.txt").read_text().startswith("machine: ")
+    # conversion is timed beyond start-up and says so; the chart is the table
+    assert rows[("convert", "plain Python im2rec --pass-through loop")]["ratio_text"] == "base"
+    assert "images/s beyond start-up" in doc["settings"]["group_notes"]["convert"]
+    assert "convert: images/s beyond start-up" in proc.stdout
+    if doc["chart"] is not None:
+        assert_chart_is_the_table(doc["chart"], (out / "results.txt").read_text())
+
+
+def assert_chart_is_the_table(chart: list[dict], text: str) -> None:
+    """The chart's bars (read back from the figure into results.json) are the table's rows: same
+    rows in the same order, same labels (``!`` included), same medians, units and ratios."""
+    from fastdata.bench.report import parse_table, rate_text
+
+    table = parse_table(text)
+    assert [(b["group"], b["label"]) for b in chart] == [(r["group"], r["variant"]) for r in table]
+    for bar, row in zip(chart, table):
+        if row["median"] == "failed":
+            assert bar["text"] == "failed" and bar["value"] == 0
+            continue
+        assert rate_text(bar["value"]) == row["median"], (bar, row)
+        assert bar["text"] == f"{row['median']} {row['unit']}  {row['x base']}", (bar, row)
+
+
+def test_the_default_grid_is_the_comparison_and_takes_minutes_not_more(tmp_path):
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    out = tmp_path / "results"
+    cmd = [sys.executable, "-m", "fastdata.converters.cli", "bench", "--quick", "--workers", "1", "--out", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads((out / "results.json").read_text())
+    names = [(r["group"], r["name"]) for r in doc["results"]]
+    from fastdata.bench import baselines, suite
+
+    base = baselines.recipe_name()
+    assert base == ("torchvision's recipe" if baselines.has_torchvision() else "PIL stand-in for torchvision's recipe")
+    want = [("train", base), ("train", "fastdata ImageFolder, decode-aware"), ("train", "fastdata recordio, decode-aware"),
+            ("train", "fastdata tfrecord, decode-aware")]
+    want += [("train", "DALI CPU recordio")] if suite.has_dali() else []
+    want += [("eval", base), ("eval", "fastdata ImageFolder, decode-aware"), ("eval", "fastdata recordio, decode-aware"),
+             ("eval", "fastdata tfrecord, decode-aware")]
+    assert names == want
+    assert doc["settings"]["grid"] == "default"
+    # said up front: how many variants and roughly how long; then one progress line a step (stderr is not a TTY)
+    err = proc.stderr.splitlines()
+    (estimate,) = [line for line in err if line.startswith("bench: timing ")]
+    assert estimate.startswith(f"bench: timing {len(want)} variants (train {len(want) - 4}, eval 4) x 1 round: roughly ")
+    assert "--full" in estimate
+    steps = [line for line in err if line.startswith("[")]
+    assert len(steps) == len(want) and all(re.search(r"\(about \d+:\d\d left\)$", line) for line in steps), steps
+    assert err.index(estimate) < err.index(steps[0])
+    (decode_limit,) = [t for t in doc["settings"]["targets"] if t["target"] == "decode_limit"]
+    assert "not in the default grid" in decode_limit["not_judged_because"] and "--full" in decode_limit["not_judged_because"]
+    if doc["chart"] is not None:
+        assert_chart_is_the_table(doc["chart"], (out / "results.txt").read_text())
 
 
 def test_a_failing_variant_is_reported_and_the_others_go_on():
