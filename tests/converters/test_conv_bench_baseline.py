@@ -11,8 +11,8 @@ from fastdata.formats.recordio.irheader import IRHeader, pack  # noqa: E402
 from fastdata.formats.recordio.writer import Writer  # noqa: E402
 
 
-def test_the_plain_loop_writes_what_the_recordio_writer_writes(shared_data, tmp_path):
-    files = sorted(str(p) for p in (shared_data / "vectors" / "images").rglob("*.jpg"))[:5]
+def test_the_plain_loop_writes_what_the_recordio_writer_writes(small_folder, tmp_path):
+    files = sorted(str(p) for p in small_folder.rglob("*.jpg"))[:5]
     magic = tmp_path / "magic.jpg"  # payloads holding the magic word, aligned and not, are split as dmlc does
     magic.write_bytes(b"\xff\xd8\0\0" + b"\x0a\x23\xd7\xce" * 3 + b"xx\x0a\x23\xd7\xce\xff\xd9")
     files.append(str(magic))

@@ -1,4 +1,6 @@
-"""``fastdata convert`` end to end, in every format, on the real third-party images."""
+"""``fastdata convert`` end to end, in every format: on Pillow's own edge-case test images
+(../shared/data), and on generated folders (tests/testkit.py: photo-like JPEGs, the same
+edge cases, a small three-class folder) for everything that is not about a third-party file."""
 
 from __future__ import annotations
 
@@ -15,9 +17,19 @@ from fastdata.formats import registry, tfrecord
 FORMATS = registry.names()
 
 
+# Each edge-case folder: (where it is, the upright picture the EXIF-turned files show, the CMYK file).
+EDGE_SOURCES = {
+    "pillow": ("shared_data", "photos/edgecases", "rgb_jpeg/hopper.jpg", "cmyk_jpeg/pil_sample_cmyk.jpg"),
+    "generated": ("edge_images", "", "rgb_jpeg/upright.jpg", "cmyk_jpeg/cmyk.jpg"),
+}
+
+
+@pytest.mark.parametrize("source", sorted(EDGE_SOURCES))
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_edgecases_load_back_as_upright_rgb(shared_data, tmp_path, capsys, fmt):
-    src = shared_data / "photos" / "edgecases"
+def test_edgecases_load_back_as_upright_rgb(request, tmp_path, capsys, fmt, source):
+    """Pillow's own test images (third-party files), and the generated folder of the same cases."""
+    fixture, folder, upright_file, cmyk_file = EDGE_SOURCES[source]
+    src = request.getfixturevalue(fixture) / folder
     code, out, err = run_cli(capsys, "convert", src, tmp_path / "out", "--format", fmt, "--workers", "1", "--shards", "2")
     assert code == 0, err
     assert "25 images" in out and "normalised: 17 image(s)" in out and "exif-orientation 7" in out
@@ -31,21 +43,21 @@ def test_edgecases_load_back_as_upright_rgb(shared_data, tmp_path, capsys, fmt):
         pixels = np.asarray(img.convert("RGB"), np.int16)
         assert pixels.ndim == 3 and pixels.shape[2] == 3
         by_class.setdefault(m.classes[label], []).append(pixels)
-    upright = rgb((src / "rgb_jpeg" / "hopper.jpg").read_bytes())
+    upright = rgb((src / upright_file).read_bytes())
     oriented = by_class["exif_orientation_jpeg"]
     assert len(oriented) == 7
     for pixels in oriented:
         assert np.abs(pixels - upright).mean() < 10
     (cmyk,) = by_class["cmyk_jpeg"]
-    pillow = np.asarray(Image.open(src / "cmyk_jpeg" / "pil_sample_cmyk.jpg").convert("RGB"), np.int16)
+    pillow = np.asarray(Image.open(src / cmyk_file).convert("RGB"), np.int16)
     assert np.abs(cmyk - pillow).mean() < 10
     normalised = manifest_json(tmp_path / "out")["extra"]["converter"]["normalised"]
     assert normalised["cmyk-jpeg"] == 1 and normalised["png-to-jpeg"] == 9
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_labels_follow_class_to_idx_and_jpegs_pass_through(shared_data, tmp_path, capsys, fmt):
-    src = shared_data / "vectors" / "images"
+def test_labels_follow_class_to_idx_and_jpegs_pass_through(small_folder, tmp_path, capsys, fmt):
+    src = small_folder
     code, _, err = run_cli(capsys, "convert", src, tmp_path / "out", "--passthrough", "--format", fmt, "--shards", "3", "-q")
     assert code == 0, err
     classes = sorted(e.name for e in os.scandir(src) if e.is_dir())
@@ -61,8 +73,8 @@ def test_labels_follow_class_to_idx_and_jpegs_pass_through(shared_data, tmp_path
     assert order != sorted(order)  # shuffled by default
 
 
-def test_tfrecord_stores_imagenet_keys(shared_data, tmp_path, capsys):
-    src = shared_data / "vectors" / "images"
+def test_tfrecord_stores_imagenet_keys(small_folder, tmp_path, capsys):
+    src = small_folder
     assert run_cli(capsys, "convert", src, tmp_path / "o", "--passthrough", "--format", "tfrecord", "--no-shuffle", "-q")[0] == 0
     m = manifest_json(tmp_path / "o")
     records = list(tfrecord.Reader(tmp_path / "o" / m["shards"][0]["file"]))
@@ -74,8 +86,8 @@ def test_tfrecord_stores_imagenet_keys(shared_data, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_output_is_identical_for_any_worker_count(shared_data, tmp_path, capsys, fmt):
-    src = shared_data / "photos" / "edgecases"
+def test_output_is_identical_for_any_worker_count(edge_images, tmp_path, capsys, fmt):
+    src = edge_images
     common = ["--format", fmt, "--shard-size", "96K", "--val-fraction", "0.2", "--seed", "5", "-q"]
     assert run_cli(capsys, "convert", src, tmp_path / "w1", "--workers", "1", *common)[0] == 0
     assert run_cli(capsys, "convert", src, tmp_path / "w2", "--workers", "2", *common)[0] == 0
@@ -88,7 +100,7 @@ def test_output_is_identical_for_any_worker_count(shared_data, tmp_path, capsys,
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_shards_cut_into_pieces_join_to_the_same_bytes(shared_data, tmp_path, capsys, monkeypatch, fmt):
+def test_shards_cut_into_pieces_join_to_the_same_bytes(edge_images, tmp_path, capsys, monkeypatch, fmt):
     """Three workers, two shards: the formats that can join cut shards into pieces (pieces of any
     size: --test-min-piece 1), some with every image skipped, and the output stays the same."""
     from fastdata.converters import tail
@@ -104,7 +116,7 @@ def test_shards_cut_into_pieces_join_to_the_same_bytes(shared_data, tmp_path, ca
 
     monkeypatch.setattr(tail.Tail, "take", spy)
     src = tmp_path / "src"
-    shutil.copytree(shared_data / "photos" / "edgecases", src)
+    shutil.copytree(edge_images, src)
     for n in range(6):  # a run of unreadable files: a piece of them is all skipped
         (src / "zzz_bad" / f"{n}.jpg").parent.mkdir(exist_ok=True)
         (src / "zzz_bad" / f"{n}.jpg").write_bytes(b"\xff\xd8 not a jpeg")
@@ -201,8 +213,8 @@ def test_a_shard_that_runs_long_does_not_leave_one_worker_both_pieces(slower):
     assert max(free) - min(free) <= 4 << 20
 
 
-def test_val_split_is_disjoint_and_complete(shared_data, tmp_path, capsys):
-    src = shared_data / "vectors" / "images"
+def test_val_split_is_disjoint_and_complete(small_folder, tmp_path, capsys):
+    src = small_folder
     code, out, _ = run_cli(capsys, "convert", src, tmp_path / "o", "--passthrough", "--format", "tfrecord", "--val-fraction", "0.25")
     assert code == 0 and "splits: train 10, val 3" in out
     (m_train, train), (m_val, val) = read_back(tmp_path / "o" / "train"), read_back(tmp_path / "o" / "val")
@@ -213,37 +225,40 @@ def test_val_split_is_disjoint_and_complete(shared_data, tmp_path, capsys):
     assert sorted(lab for _, lab in val) == [0, 1, 2]  # one per class
 
 
-def test_hymenoptera_train_with_two_workers(shared_data, tmp_path, capsys):
-    src = shared_data / "photos" / "hymenoptera" / "train"
+def test_photo_folder_train_with_two_workers(photo_tree, tmp_path, capsys):
+    src = photo_tree / "train"  # generated photos (tests/testkit.py), with a GIF and a .jpeg among them
+    ants, bees = (sum(1 for _ in (src / cls).iterdir()) for cls in ("ants", "bees"))
     # GIF is not taken by default (torchvision's rule, see below); --exts opts in and it is normalised
     exts = ["--exts", "jpg,jpeg,gif"]
-    code, out, err = run_cli(capsys, "convert", src, tmp_path / "h", "--passthrough", "--format", "recordio", "--workers", "2", "--shard-size", "8M", *exts)
+    code, out, err = run_cli(capsys, "convert", src, tmp_path / "h", "--passthrough", "--format", "recordio", "--workers", "2", "--shard-size", "2M", *exts)
     assert code == 0, err
-    assert "gif-to-jpeg 1" in out and "per class: ants 124, bees 121" in out
+    assert "gif-to-jpeg 1" in out and f"per class: ants {ants}, bees {bees}" in out
     m, samples = read_back(tmp_path / "h")
-    assert m.num_samples == 245 and len(m.shards) >= 3 and m.classes == ["ants", "bees"]
+    assert m.num_samples == ants + bees and len(m.shards) >= 3 and m.classes == ["ants", "bees"]
     sources = {p.read_bytes(): p for p in src.glob("*/*")}
     passed = [d for d, _ in samples if d in sources]
-    assert len(passed) == 244  # every JPEG byte for byte; only the GIF was re-encoded
+    assert len(passed) == ants + bees - 1  # every JPEG byte for byte; only the GIF was re-encoded
     for data, label in samples:
         if data in sources:
             assert label == ["ants", "bees"].index(sources[data].parent.name)
 
 
-def test_converted_folder_has_the_samples_of_image_folder(shared_data, tmp_path, capsys):
+def test_converted_folder_has_the_samples_of_image_folder(photo_tree, tmp_path, capsys):
     """One rule for what counts as an image: the converter takes exactly the files
     fastdata.ImageFolder (and torchvision's) takes, so counts and order agree."""
+    from testkit import PHOTO_GIF
+
     from fastdata.datasets import ImageFolder
 
-    src = shared_data / "photos" / "hymenoptera" / "train"
+    src = photo_tree / "train"
     folder = ImageFolder(src, decode=False)
     code, out, err = run_cli(capsys, "convert", src, tmp_path / "h", "--passthrough", "--format", "lmdb", "--no-shuffle")
     assert code == 0, err
     m, samples = read_back(tmp_path / "h")
-    assert m.num_samples == len(folder) == 244
+    assert m.num_samples == len(folder) == sum(1 for p in src.glob("*/*")) - 1  # all but the GIF
     assert [d for d, _ in samples] == [folder[i][0] for i in range(len(folder))]
     assert [lab for _, lab in samples] == folder.targets.tolist()
-    assert "imageNotFound.gif: extension '.gif' not in --exts" in out
+    assert f"{PHOTO_GIF.rsplit('/', 1)[1]}: extension '.gif' not in --exts" in out
 
 
 def test_list_input_keeps_list_order_and_labels(shared_data, tmp_path, capsys):
@@ -258,8 +273,8 @@ def test_list_input_keeps_list_order_and_labels(shared_data, tmp_path, capsys):
     assert m.classes == ["0", "1", "2"]
 
 
-def test_resize_and_summary(shared_data, tmp_path, capsys):
-    src = shared_data / "vectors" / "images"
+def test_resize_and_summary(small_folder, tmp_path, capsys):
+    src = small_folder
     code, out, _ = run_cli(capsys, "convert", src, tmp_path / "o", "--format", "lmdb", "--resize", "60", "--workers", "2")
     assert code == 0 and "resized" in out
     for data, _ in read_back(tmp_path / "o")[1]:
@@ -267,10 +282,10 @@ def test_resize_and_summary(shared_data, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_fastdata_datasets_return_class_to_idx_labels(shared_data, tmp_path, capsys, fmt):
+def test_fastdata_datasets_return_class_to_idx_labels(small_folder, tmp_path, capsys, fmt):
     import fastdata
 
-    src = shared_data / "vectors" / "images"
+    src = small_folder
     assert run_cli(capsys, "convert", src, tmp_path / "o", "--format", fmt, "--shards", "2", "-q")[0] == 0
     ds = fastdata.open_dataset(tmp_path / "o")
     labels = sorted(int(ds[i][1]) for i in range(len(ds)))
@@ -301,10 +316,10 @@ def test_progress_bar_only_on_a_terminal():
 
 
 @pytest.mark.parametrize("fmt", registry.names())
-def test_label_vectors_go_only_into_formats_that_declare_them(shared_data, tmp_path, capsys, fmt):
+def test_label_vectors_go_only_into_formats_that_declare_them(small_folder, tmp_path, capsys, fmt):
     from fastdata.formats.lst import write_lst
 
-    root = shared_data / "vectors" / "images"
+    root = small_folder
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.jpg"))[:3]
     write_lst(tmp_path / "v.lst", [(i, (1.0, 0.5), rel) for i, rel in enumerate(files)])
     code, _, err = run_cli(capsys, "convert", "--list", tmp_path / "v.lst", "--root", root, tmp_path / "o", "--format", fmt, "-q")
@@ -316,12 +331,12 @@ def test_label_vectors_go_only_into_formats_that_declare_them(shared_data, tmp_p
         assert code == 2 and f"the {fmt} format holds one int label per image; use --format {takes}" in err
 
 
-def test_spawned_workers_write_the_same_bytes(shared_data, tmp_path, capsys, monkeypatch):
+def test_spawned_workers_write_the_same_bytes(edge_images, tmp_path, capsys, monkeypatch):
     """Forked workers inherit the shards their tasks name; spawned ones (another thread was running)
     get a pickled copy at start-up: same output, pieces included."""
     from fastdata.converters import parallel
 
-    src = shared_data / "photos" / "edgecases"
+    src = edge_images
     common = ["--format", "recordio", "--shards", "3", "-q", "--test-min-piece", "1"]
     assert run_cli(capsys, "convert", src, tmp_path / "forked", "--workers", "2", *common)[0] == 0
     monkeypatch.setattr(parallel, "start_method", lambda: "spawn")

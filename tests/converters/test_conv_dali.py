@@ -19,8 +19,8 @@ def _run(pipe) -> tuple[list[bytes], list]:
 
 
 @pytest.fixture(scope="module")
-def source(shared_data):
-    src = shared_data / "vectors" / "images"
+def source(small_folder):
+    src = small_folder
     classes = sorted(e.name for e in os.scandir(src) if e.is_dir())
     expected = {p.read_bytes(): classes.index(p.parent.name) for p in src.glob("*/*.jpg")}
     return src, expected

@@ -35,12 +35,12 @@ def test_class_folder_without_images(tmp_path, capsys):
 
 
 @pytest.fixture
-def bad_folder(tmp_path, shared_data):
+def bad_folder(tmp_path, corrupt_images):
     """A folder with one good image per class and every kind of bad file."""
     src = tmp_path / "src"
     make_folder(src, {"good": 3, "bad": 1})
-    shutil.copy(shared_data / "corrupt" / "truncated_jpeg.jpg", src / "bad" / "truncated_jpeg.jpg")
-    shutil.copy(shared_data / "corrupt" / "broken.png", src / "bad" / "broken.png")
+    shutil.copy(corrupt_images / "truncated_jpeg.jpg", src / "bad" / "truncated_jpeg.jpg")
+    shutil.copy(corrupt_images / "broken.png", src / "bad" / "broken.png")
     (src / "bad" / "zero.jpg").write_bytes(b"")
     (src / "bad" / "text.jpg").write_text("I am not a JPEG\n")
     os.symlink(tmp_path / "does-not-exist.jpg", src / "bad" / "dangling.jpg")
@@ -179,7 +179,11 @@ def test_as_a_real_process_no_traceback(tmp_path):
 
 
 def test_bench_slot(capsys, monkeypatch):
-    monkeypatch.setitem(sys.modules, "fastdata.bench.cli", None)  # as if the module did not exist
+    import fastdata.bench
+
+    # as if the module did not exist: also off the package, where an earlier import (another test) left it
+    monkeypatch.delattr(fastdata.bench, "cli", raising=False)
+    monkeypatch.setitem(sys.modules, "fastdata.bench.cli", None)
     code, _, err = run_cli(capsys, "bench", "--help")
     assert code == 2 and "fastdata bench" in err and "not available" in err
     seen = []

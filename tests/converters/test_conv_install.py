@@ -44,7 +44,7 @@ def _child_env(env_dir: Path) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("editable", [False, True], ids=["wheel", "editable"])
-def test_pip_install_gives_a_working_command(tmp_path, editable):
+def test_pip_install_gives_a_working_command(tmp_path, small_folder, editable):
     checkout = tmp_path / "checkout"
     shutil.copytree(ROOT, checkout, ignore=_SKIP, symlinks=True)
     env_dir = tmp_path / "venv"
@@ -79,7 +79,7 @@ def test_pip_install_gives_a_working_command(tmp_path, editable):
     # the installed command really converts (tiny folder, one format)
     src = tmp_path / "src" / "cls"
     src.mkdir(parents=True)
-    shutil.copy(ROOT.parent / "shared" / "data" / "vectors" / "images" / "cat" / "cat_00.jpg", src / "a.jpg")
+    shutil.copy(small_folder / "cat" / "cat_00.jpg", src / "a.jpg")  # a generated JPEG: no ../shared needed
     proc = _run([fastdata, "convert", tmp_path / "src", tmp_path / "out", "--format", "recordio", "-q"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "out" / "manifest.json").is_file()

@@ -41,9 +41,16 @@ def _damaged(index: int) -> bytes:
     return bytes(data)
 
 
-def test_every_shared_jpeg_it_accepts_decodes_and_passes_through(shared_data):
+@pytest.mark.parametrize("source", ["generated", "pillow"])
+def test_every_edge_case_jpeg_it_accepts_decodes_and_passes_through(request, source):
+    """Pillow's own test images (../shared/data), and the generated edge cases (tests/testkit.py)."""
+    if source == "pillow":
+        shared = request.getfixturevalue("shared_data")
+        edge, corrupt = shared / "photos" / "edgecases", shared / "corrupt"
+    else:
+        edge, corrupt = request.getfixturevalue("edge_images"), request.getfixturevalue("corrupt_images")
     accepted = 0
-    for path in sorted((shared_data / "photos" / "edgecases").rglob("*")) + sorted((shared_data / "corrupt").iterdir()):
+    for path in sorted(edge.rglob("*")) + sorted(corrupt.iterdir()):
         if not path.is_file():
             continue
         data = path.read_bytes()
@@ -57,11 +64,13 @@ def test_every_shared_jpeg_it_accepts_decodes_and_passes_through(shared_data):
     assert accepted >= 5
 
 
-def test_what_it_refuses(shared_data):
-    edge = shared_data / "photos" / "edgecases"
-    assert passthrough_size((shared_data / "corrupt" / "truncated_jpeg.jpg").read_bytes()) is None
-    assert passthrough_size((edge / "cmyk_jpeg" / "pil_sample_cmyk.jpg").read_bytes()) is None
-    for path in (edge / "exif_orientation_jpeg").glob("*orientation_[2-8].jpg"):
+def test_what_it_refuses(edge_images, corrupt_images):
+    edge = edge_images
+    assert passthrough_size((corrupt_images / "truncated_jpeg.jpg").read_bytes()) is None
+    assert passthrough_size((edge / "cmyk_jpeg" / "cmyk.jpg").read_bytes()) is None
+    turned = sorted((edge / "exif_orientation_jpeg").glob("orientation_[2-8].jpg"))
+    assert len(turned) == 7
+    for path in turned:
         assert passthrough_size(path.read_bytes()) is None, path
     good = jpeg(3, size=(40, 30))
     assert passthrough_size(good) == (30, 40)
@@ -82,9 +91,9 @@ def test_what_it_refuses(shared_data):
     assert passthrough_size(out.getvalue()) is None
 
 
-def test_fallbacks_keep_the_old_verdicts(shared_data):
+def test_fallbacks_keep_the_old_verdicts(corrupt_images):
     with pytest.raises(SkippedFile, match="truncated"):
-        prepare((shared_data / "corrupt" / "truncated_jpeg.jpg").read_bytes(), "t.jpg")
+        prepare((corrupt_images / "truncated_jpeg.jpg").read_bytes(), "t.jpg")
     with pytest.raises(SkippedFile, match="not an image"):
         prepare(b"this is text, named .jpg", "x.jpg")
     good = jpeg(5, size=(40, 30))

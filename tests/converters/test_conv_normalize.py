@@ -13,8 +13,9 @@ from PIL import Image
 
 
 @pytest.fixture(scope="module")
-def edge(shared_data):
-    return shared_data / "photos" / "edgecases"
+def edge(edge_images):
+    """The generated edge cases (tests/testkit.py): the cases of Pillow's test images."""
+    return edge_images
 
 
 def _prep(path, options=None):
@@ -50,7 +51,7 @@ def test_everything_else_becomes_an_rgb_jpeg(edge):
 
 
 def test_exif_orientations_come_back_upright(edge):
-    upright = rgb((edge / "rgb_jpeg" / "hopper.jpg").read_bytes())
+    upright = rgb((edge / "rgb_jpeg" / "upright.jpg").read_bytes())
     results = []
     for path in sorted((edge / "exif_orientation_jpeg").iterdir()):
         stored = np.asarray(Image.open(path).convert("RGB"), np.int16)
@@ -64,12 +65,12 @@ def test_exif_orientations_come_back_upright(edge):
 
 
 def test_cmyk_colours_match_pillows_conversion(edge):
-    path = edge / "cmyk_jpeg" / "pil_sample_cmyk.jpg"
+    path = edge / "cmyk_jpeg" / "cmyk.jpg"
     ours = rgb(_prep(path).data)
     pillow = np.asarray(Image.open(path).convert("RGB"), np.int16)
     assert np.abs(ours - pillow).mean() < 10
     assert np.allclose(ours.mean((0, 1)), pillow.mean((0, 1)), atol=3)
-    same_picture_rgb = rgb((edge / "rgb_jpeg" / "pil_sample_rgb.jpg").read_bytes())
+    same_picture_rgb = rgb((edge / "rgb_jpeg" / "same_as_cmyk.jpg").read_bytes())
     assert np.abs(ours - same_picture_rgb).mean() < 12  # not inverted, not channel-swapped
 
 
@@ -99,7 +100,7 @@ def test_resize_only_shrinks_and_respects_orientation(edge):
     assert Image.open(io.BytesIO(out.data)).size == (150, 100)
     small = jpeg(2, size=(60, 40))
     assert prepare(small, "s.jpg", EncodeOptions(resize=100)).data == small
-    turned = _prep(edge / "exif_orientation_jpeg" / "hopper_orientation_6.jpg", EncodeOptions(resize=64))
+    turned = _prep(edge / "exif_orientation_jpeg" / "orientation_6.jpg", EncodeOptions(resize=64))
     assert set(turned.reasons) == {"exif-orientation", "resized"} and (turned.width, turned.height) == (64, 64)
 
 
@@ -117,8 +118,8 @@ def test_explicit_quality_reencodes_everything():
         ("broken.png", "not an image"),
     ],
 )
-def test_corrupt_files_are_refused_with_a_reason(shared_data, name, reason):
-    path = shared_data / "corrupt" / name
+def test_corrupt_files_are_refused_with_a_reason(corrupt_images, name, reason):
+    path = corrupt_images / name
     with pytest.raises(SkippedFile, match=reason) as info:
         _prep(path)
     assert info.value.path == str(path)

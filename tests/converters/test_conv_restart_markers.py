@@ -57,17 +57,17 @@ def test_restart_markers_off_stores_bytes_as_they_are():
 
 
 @needs_native
-def test_prepare_marks_reencoded_and_passthrough_jpegs_and_keeps_the_rest(shared_data):
-    edge = shared_data / "photos" / "edgecases"
+def test_prepare_marks_reencoded_and_passthrough_jpegs_and_keeps_the_rest(edge_images):
+    edge = edge_images
     opts = EncodeOptions(restart_markers=True)
     plain = noisy_jpeg(4)
     out = prepare(plain, "plain.jpg", opts)
     assert out.reasons == ("restart-markers",) and has_restart_interval(out.data)
     np.testing.assert_array_equal(rgb(out.data), rgb(plain))
-    turned = (edge / "exif_orientation_jpeg" / "hopper_orientation_6.jpg").read_bytes()
+    turned = (edge / "exif_orientation_jpeg" / "orientation_6.jpg").read_bytes()
     out = prepare(turned, "turned.jpg", opts)  # re-encoded upright, then marked
     assert out.reasons == ("exif-orientation", "restart-markers") and has_restart_interval(out.data)
-    progressive = (edge / "progressive_jpeg" / "app13-multiple.jpg").read_bytes()
+    progressive = (edge / "progressive_jpeg" / "progressive.jpg").read_bytes()
     assert prepare(progressive, "p.jpg", opts).data == progressive
 
 

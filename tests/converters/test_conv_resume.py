@@ -55,8 +55,8 @@ def _wait_gone(tag: str, seconds: float = 5.0) -> list[int]:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and SIGKILL")
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_sigkill_then_resume_is_byte_identical(shared_data, tmp_path, capsys, fmt):
-    src = shared_data / "photos" / "edgecases"
+def test_sigkill_then_resume_is_byte_identical(edge_images, tmp_path, capsys, fmt):
+    src = edge_images
     out = tmp_path / f"killed-{fmt}"
     # --test-delay slows each image so the kill lands mid-run (see pack.RunOptions).
     cmd = [sys.executable, "-m", "fastdata.converters.cli", *_convert_args(src, out, fmt), "--workers", "2", "--test-delay", "0.06",
@@ -96,8 +96,8 @@ def test_sigkill_then_resume_is_byte_identical(shared_data, tmp_path, capsys, fm
     assert not any(".partial" in name or name.startswith(".fastdata") for name in tree(out))
 
 
-def test_resume_refuses_other_settings(shared_data, tmp_path, capsys):
-    src = shared_data / "vectors" / "images"
+def test_resume_refuses_other_settings(small_folder, tmp_path, capsys):
+    src = small_folder
     out = tmp_path / "o"
     args = ["convert", src, out, "--format", "recordio", "--shards", "3", "-q"]
     code, _, _ = run_cli(capsys, *args, "--num-nodes", "2", "--node-rank", "0")
@@ -132,8 +132,8 @@ def test_resume_says_which_source_changes_it_ignores(tmp_path, capsys):
     assert json.loads((out / "manifest.json").read_text())["num_samples"] == 9
 
 
-def test_nodes_share_one_output(shared_data, tmp_path, capsys, monkeypatch):
-    src = shared_data / "photos" / "edgecases"
+def test_nodes_share_one_output(edge_images, tmp_path, capsys, monkeypatch):
+    src = edge_images
     reference, out = tmp_path / "ref", tmp_path / "nodes"
     assert run_cli(capsys, "convert", src, reference, "--format", "tfrecord", "--shards", "5", "-q")[0] == 0
     monkeypatch.setenv("WORLD_SIZE", "2")
@@ -155,9 +155,9 @@ def test_nodes_share_one_output(shared_data, tmp_path, capsys, monkeypatch):
     assert code == 0 and err == "" and "already finished" in stdout
 
 
-def test_merge_after_the_last_node_wrote_the_manifest(shared_data, tmp_path, capsys):
+def test_merge_after_the_last_node_wrote_the_manifest(edge_images, tmp_path, capsys):
     """The README's recipe: every node converts, then `fastdata merge OUT` (a no-op here) succeeds."""
-    src, out = shared_data / "photos" / "edgecases", tmp_path / "nodes"
+    src, out = edge_images, tmp_path / "nodes"
     for rank in ("0", "1"):
         args = ["convert", src, out, "--format", "recordio", "--shards", "4", "--val-fraction", "0.2"]
         assert run_cli(capsys, *args, "--num-nodes", "2", "--node-rank", rank, "-q")[0] == 0
@@ -171,8 +171,8 @@ def test_merge_after_the_last_node_wrote_the_manifest(shared_data, tmp_path, cap
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and signals")
-def test_ctrl_c_stops_cleanly_and_resume_finishes(shared_data, tmp_path, capsys):
-    src = shared_data / "vectors" / "images"
+def test_ctrl_c_stops_cleanly_and_resume_finishes(small_folder, tmp_path, capsys):
+    src = small_folder
     out = tmp_path / "interrupted"
     args = ["convert", str(src), str(out), "--format", "recordio", "--shards", "13", "-q"]
     tag = f"sigint-{os.getpid()}-{time.monotonic_ns()}"
@@ -197,10 +197,10 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes(shared_data, tmp_path, capsys)
 
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("damage", ["truncated", "zeroed", "index gone"])
-def test_resume_rewrites_a_done_shard_whose_bytes_did_not_survive(shared_data, tmp_path, capsys, fmt, damage):
+def test_resume_rewrites_a_done_shard_whose_bytes_did_not_survive(edge_images, tmp_path, capsys, fmt, damage):
     """Without --fsync a done record may reach the disk before its shard's bytes (a power cut): the
     run that would skip the shard checks its size and digests first, and writes it again."""
-    src = shared_data / "photos" / "edgecases"
+    src = edge_images
     out, reference = tmp_path / "o", tmp_path / "ref"
     args = ["convert", src, out, "--format", fmt, "--shards", "4", "-q"]
     assert run_cli(capsys, *args, "--num-nodes", "2", "--node-rank", "0")[0] == 0  # shards 0 and 2 done
@@ -221,7 +221,7 @@ def test_resume_rewrites_a_done_shard_whose_bytes_did_not_survive(shared_data, t
     assert tree(out) == tree(reference)
 
 
-def test_fsync_is_asked_for(shared_data, tmp_path, capsys, monkeypatch):
+def test_fsync_is_asked_for(edge_images, tmp_path, capsys, monkeypatch):
     """By default nothing waits for the disk; --fsync syncs every shard file and the manifest."""
     synced: list[str] = []
     real = os.fsync
@@ -231,7 +231,7 @@ def test_fsync_is_asked_for(shared_data, tmp_path, capsys, monkeypatch):
         return real(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
-    src = shared_data / "photos" / "edgecases"
+    src = edge_images
     args = ["convert", src, None, "--format", "recordio", "--shards", "2", "--workers", "1", "-q"]
     args[2] = tmp_path / "plain"
     assert run_cli(capsys, *args)[0] == 0
@@ -246,10 +246,10 @@ def test_fsync_is_asked_for(shared_data, tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="names synced files through /proc/self/fd")
-def test_merge_with_fsync_syncs_shards_the_nodes_did_not(shared_data, tmp_path, capsys, monkeypatch):
+def test_merge_with_fsync_syncs_shards_the_nodes_did_not(edge_images, tmp_path, capsys, monkeypatch):
     synced: list[str] = []
     real = os.fsync
-    src, out = shared_data / "photos" / "edgecases", tmp_path / "o"
+    src, out = edge_images, tmp_path / "o"
     args = ["convert", src, out, "--format", "recordio", "--shards", "2", "--num-nodes", "2", "-q"]
     assert run_cli(capsys, *args, "--node-rank", "0")[0] == 0
     (out / ".fastdata-finalize.lock").write_text("a node that died while finishing\n")  # so node 1 leaves it
@@ -262,11 +262,11 @@ def test_merge_with_fsync_syncs_shards_the_nodes_did_not(shared_data, tmp_path, 
         assert name in names or name + ".partial" in names, (name, names)
 
 
-def test_a_conversion_started_with_the_version_1_plan_file_resumes_byte_identically(shared_data, tmp_path, capsys):
+def test_a_conversion_started_with_the_version_1_plan_file_resumes_byte_identically(edge_images, tmp_path, capsys):
     """A conversion interrupted under a release that wrote plan version 1 is finished by this one."""
     from test_conv_plan import v1_plan_json
 
-    src = shared_data / "photos" / "edgecases"
+    src = edge_images
     out, reference = tmp_path / "o", tmp_path / "ref"
     args = ["convert", src, out, "--format", "recordio", "--shards", "4", "--val-fraction", "0.2", "-q"]
     assert run_cli(capsys, *args, "--num-nodes", "2", "--node-rank", "0")[0] == 0  # shards 0 and 2 done

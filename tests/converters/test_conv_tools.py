@@ -16,14 +16,14 @@ from fastdata.formats.sample import Sample
 
 
 @pytest.fixture(scope="module")
-def datasets(shared_data, tmp_path_factory):
-    """The vectors folder converted once per format."""
+def datasets(small_folder, tmp_path_factory):
+    """The small generated folder (cat 4, dog 5, zebra_7 4; tests/testkit.py) converted once per format."""
     from fastdata.converters import cli
 
     root = tmp_path_factory.mktemp("ds")
     for fmt in registry.names():
-        assert cli.main(["convert", str(shared_data / "vectors" / "images"), str(root / fmt), "--format", fmt, "--shards", "2", "-q"]) == 0
-    assert cli.main(["convert", str(shared_data / "vectors" / "images"), str(root / "split"), "--format", "lmdb", "--val-fraction", "0.3", "-q"]) == 0
+        assert cli.main(["convert", str(small_folder), str(root / fmt), "--format", fmt, "--shards", "2", "-q"]) == 0
+    assert cli.main(["convert", str(small_folder), str(root / "split"), "--format", "lmdb", "--val-fraction", "0.3", "-q"]) == 0
     return root
 
 
@@ -107,6 +107,11 @@ def test_a_damaged_manifest_is_one_line_and_exit_2(datasets, tmp_path, capsys, c
     manifest = ds / "manifest.json"
     manifest.write_bytes(damage(manifest.read_bytes()))
     code, out, err = run_cli(capsys, command, ds)
+    if command == "verify":  # damage found (README: exit 1), reported as verify reports a damaged shard
+        problems = [line for line in out.splitlines() if "PROBLEM" in line]
+        assert code == 1 and err == "" and len(problems) == 1, (out, err)
+        assert problems[0].startswith(f"fastdata verify: PROBLEM {manifest}: ") and message in problems[0]
+        return
     assert code == 2 and out == "" and len(err.splitlines()) == 1, (out, err)
     assert err.startswith(f"fastdata: error: {manifest}: ") and message in err
 
@@ -163,11 +168,11 @@ def test_verify_finds_damage(datasets, tmp_path, capsys):
     assert code == 1 and "shard listed in the manifest is missing" in out
 
 
-def test_verify_decode_catches_a_broken_image(shared_data, tmp_path, capsys):
+def test_verify_decode_catches_a_broken_image(corrupt_images, tmp_path, capsys):
     out = tmp_path / "ds"
     out.mkdir()
     spec = registry.get("recordio")
-    broken = (shared_data / "corrupt" / "truncated_jpeg.jpg").read_bytes()
+    broken = (corrupt_images / "truncated_jpeg.jpg").read_bytes()
     samples = [Sample(jpeg(0), 0, 0), Sample(broken, 1, 1), Sample(jpeg(2), 0, 2)]
     info = spec.write_shard(out / "shard-00000.rec", samples)
     finish_dataset(out, "recordio", [info], ["a", "b"])
@@ -176,10 +181,10 @@ def test_verify_decode_catches_a_broken_image(shared_data, tmp_path, capsys):
     assert code == 1 and "record 1: image does not decode" in text  # ...the image is not
 
 
-def _dataset_with_broken_images(shared_data, out):
+def _dataset_with_broken_images(corrupt_images, out):
     out.mkdir()
     spec = registry.get("recordio")
-    broken = (shared_data / "corrupt" / "truncated_jpeg.jpg").read_bytes()
+    broken = (corrupt_images / "truncated_jpeg.jpg").read_bytes()
     infos = []
     for k in range(3):
         samples = [Sample(broken if i % 7 == 3 else jpeg(i), i % 2, i) for i in range(k * 40, k * 40 + 40)]
@@ -193,10 +198,10 @@ class _Terminal(io.StringIO):
         return True
 
 
-def test_verify_decode_uses_the_worker_pool_and_reports_the_same(shared_data, tmp_path, capsys, monkeypatch):
+def test_verify_decode_uses_the_worker_pool_and_reports_the_same(corrupt_images, tmp_path, capsys, monkeypatch):
     import concurrent.futures  # the pool is imported from here when it starts
 
-    ds = _dataset_with_broken_images(shared_data, tmp_path / "ds")
+    ds = _dataset_with_broken_images(corrupt_images, tmp_path / "ds")
     code, serial, _ = run_cli(capsys, "verify", ds, "--decode", "--workers", "1")
     assert code == 1 and serial.count("image does not decode") == 17
     pools = []
@@ -212,10 +217,10 @@ def test_verify_decode_uses_the_worker_pool_and_reports_the_same(shared_data, tm
     assert pools == [2]
 
 
-def test_verify_shows_progress_on_a_terminal(shared_data, tmp_path):
+def test_verify_shows_progress_on_a_terminal(corrupt_images, tmp_path):
     from fastdata.converters import verification
 
-    ds = _dataset_with_broken_images(shared_data, tmp_path / "ds")
+    ds = _dataset_with_broken_images(corrupt_images, tmp_path / "ds")
     terminal, out = _Terminal(), io.StringIO()
     assert verification.run(str(ds), decode=True, workers=1, stdout=out, stderr=terminal) == 1
     assert "120/120" in terminal.getvalue()  # tqdm's bar, on stderr

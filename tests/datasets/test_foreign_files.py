@@ -137,8 +137,12 @@ def test_hymenoptera_image_folder_matches_torchvision_rules(shared_data):
     assert paths == sorted(paths) and np.bincount(ds.targets).tolist() == [123, 121]
 
 
-def test_every_edge_case_photo_loads_as_rgb(shared_data):
-    ds = ImageFolder(shared_data / "photos" / "edgecases")
+@pytest.mark.parametrize("source", ["pillow", "generated"])
+def test_every_edge_case_photo_loads_as_rgb(request, source):
+    """Pillow's own test images, and the generated edge cases of the same kinds (tests/testkit.py)."""
+    edge = (request.getfixturevalue("shared_data") / "photos" / "edgecases" if source == "pillow"
+            else request.getfixturevalue("edge_images"))
+    ds = ImageFolder(edge)
     assert len(ds) == 25
     for i in range(len(ds)):
         image, _ = ds[i]

@@ -17,8 +17,8 @@ BAD = 9
 
 
 @pytest.fixture(scope="module")
-def truncated(shared_data):
-    return (shared_data / "corrupt" / "truncated_jpeg.jpg").read_bytes()
+def truncated(corrupt_images):
+    return (corrupt_images / "truncated_jpeg.jpg").read_bytes()  # generated: a progressive JPEG cut short
 
 
 @pytest.fixture(scope="module", params=KINDS)

@@ -1,4 +1,6 @@
-"""Every backend returns what Pillow shows, on real third-party files.
+"""Every backend returns what Pillow shows, on real third-party files (real photos and
+Pillow's own test images, ../shared/data) and on the generated photos and edge cases of
+the same kinds (tests/testkit.py), which run without the third-party files.
 
 Tolerance (JPEG, vs Pillow's own decode of the same bytes): mean |diff| <= 0.5
 grey level and max <= 4 per image. All three decoders wrap libjpeg-turbo
@@ -48,9 +50,26 @@ def pillow_reference(path: Path) -> np.ndarray:
 
 
 def edgecase_files(root: Path) -> list[Path]:
-    files = sorted(p for p in (root / "photos" / "edgecases").rglob("*") if p.is_file())
+    files = sorted(p for p in root.rglob("*") if p.is_file())
     assert len(files) == 25, files
     return files
+
+
+# Each source: (fixture, the folder of edge cases in it, of photos, the CMYK file, the same picture as RGB).
+SOURCES = {
+    "pillow": ("shared_data", "photos/edgecases", "photos/hymenoptera", "cmyk_jpeg/pil_sample_cmyk.jpg",
+               "rgb_jpeg/pil_sample_rgb.jpg"),
+    "generated": ("generated_images", "photos/edgecases", "photos/ants_bees", "cmyk_jpeg/cmyk.jpg",
+                  "rgb_jpeg/same_as_cmyk.jpg"),
+}
+
+
+@pytest.fixture(params=sorted(SOURCES))
+def source(request):
+    """``(edge-case folder, photo tree, CMYK file, same picture as RGB)``: the third-party files or the generated ones."""
+    fixture, edge, photos, cmyk, rgb = SOURCES[request.param]
+    root = request.getfixturevalue(fixture)
+    return root / edge, root / photos, root / edge / cmyk, root / edge / rgb
 
 
 def check_rgb(arr: np.ndarray) -> None:
@@ -72,8 +91,8 @@ def test_backends_listed_in_auto_order():
 
 
 @pytest.mark.parametrize("backend", ["auto", *BACKENDS])
-def test_edgecases_match_pillow(shared_data, backend):
-    for path in edgecase_files(shared_data):
+def test_edgecases_match_pillow(source, backend):
+    for path in edgecase_files(source[0]):
         out = decode(path.read_bytes(), backend=backend, name=str(path))
         check_rgb(out)
         mean, worst = close(out, pillow_reference(path))
@@ -81,8 +100,9 @@ def test_edgecases_match_pillow(shared_data, backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_real_photos_match_pillow(shared_data, backend):
-    photos = sorted((shared_data / "photos" / "hymenoptera" / "train").rglob("*.jp*g"))[::40]
+def test_photos_match_pillow(source, backend):
+    photos = sorted((source[1] / "train").rglob("*.jp*g"))
+    photos = photos[:: len(photos) // 6]  # every 40th of the 244 real ones
     assert len(photos) >= 6
     for path in photos:
         out = decode(path.read_bytes(), backend=backend, name=str(path))
@@ -91,16 +111,18 @@ def test_real_photos_match_pillow(shared_data, backend):
         assert mean <= MEAN_TOL and worst <= MAX_TOL, (path.name, mean, worst)
 
 
-def test_gif_in_a_photo_folder_decodes(shared_data):
-    path = shared_data / "photos" / "hymenoptera" / "train" / "ants" / "imageNotFound.gif"
+def test_gif_in_a_photo_folder_decodes(photo_tree):
+    from testkit import PHOTO_GIF
+
+    path = photo_tree / PHOTO_GIF  # as the real folder has imageNotFound.gif
     out = decode(path.read_bytes(), backend="simplejpeg", name=str(path))  # non-JPEG: Pillow regardless
     check_rgb(out)
     assert close(out, pillow_reference(path)) == (0.0, 0)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_exif_orientations_come_out_upright_and_equal(shared_data, backend):
-    files = sorted((shared_data / "photos" / "edgecases" / "exif_orientation_jpeg").glob("*.jpg"))
+def test_exif_orientations_come_out_upright_and_equal(source, backend):
+    files = sorted((source[0] / "exif_orientation_jpeg").glob("*.jpg"))
     assert [read_info(p.read_bytes()).orientation for p in files] == [2, 3, 4, 5, 6, 7, 8]
     outs = [decode(p.read_bytes(), backend=backend) for p in files]
     first = outs[0]
@@ -113,15 +135,15 @@ def test_exif_orientations_come_out_upright_and_equal(shared_data, backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_cmyk_jpeg_converts_like_pillow(shared_data, backend):
-    path = shared_data / "photos" / "edgecases" / "cmyk_jpeg" / "pil_sample_cmyk.jpg"
+def test_cmyk_jpeg_converts_like_pillow(source, backend):
+    path = source[2]
     info = read_info(path.read_bytes())
     assert info.mode == "CMYK"
     out = decode(path.read_bytes(), backend=backend)
     ref = np.asarray(Image.open(path).convert("RGB"))
     assert close(out, ref) == (0.0, 0)  # the same integer formula as Pillow's
     # The same picture saved as RGB: ~5 levels apart; inverted CMYK would be ~245.
-    rgb = decode((path.parent.parent / "rgb_jpeg" / "pil_sample_rgb.jpg").read_bytes())
+    rgb = decode(source[3].read_bytes())
     assert close(out, rgb)[0] < 10
 
 

@@ -31,8 +31,8 @@ def with_frame_size(data: bytes, w: int, h: int) -> bytes:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_truncated_jpeg_raises_with_name(shared_data, backend):
-    path = shared_data / "corrupt" / "truncated_jpeg.jpg"
+def test_truncated_jpeg_raises_with_name(corrupt_images, backend):
+    path = corrupt_images / "truncated_jpeg.jpg"
     with pytest.raises(DecodeError, match="shard-00001.rec record 17") as info:
         decode(path.read_bytes(), backend=backend, name="shard-00001.rec record 17")
     assert "truncated" in str(info.value).lower() or "premature end" in str(info.value).lower()
@@ -57,8 +57,8 @@ def test_corrupt_scan_data_raises(backend):
         decode(bytes(data), backend=backend, name="bad.jpg")
 
 
-def test_broken_png_raises_with_name(shared_data):
-    path = shared_data / "corrupt" / "broken.png"
+def test_broken_png_raises_with_name(corrupt_images):
+    path = corrupt_images / "broken.png"
     with pytest.raises(DecodeError, match="broken.png"):
         decode(path.read_bytes(), name=str(path))
 
@@ -140,10 +140,11 @@ def test_turbo_library_that_fails_to_load_falls_back(monkeypatch, fresh_backends
     assert decode(jpeg_bytes()).shape == (48, 64, 3)
 
 
-def test_recoverable_warning_still_decodes(shared_data):
-    # libjpeg warns "extraneous bytes before marker" on this Pillow test file;
-    # Pillow accepts it, so must every backend (through the Pillow retry).
-    path = shared_data / "photos" / "edgecases" / "gray_jpeg" / "hopper_bad_exif.jpg"
+def test_recoverable_warning_still_decodes(edge_images):
+    # libjpeg warns "16 extraneous bytes before marker" on this generated file
+    # (as on Pillow's hopper_bad_exif.jpg); Pillow accepts it, so must every
+    # backend (through the Pillow retry).
+    path = edge_images / "gray_jpeg" / "gray_extraneous_bytes.jpg"
     outs = [decode(path.read_bytes(), backend=b) for b in BACKENDS]
     assert all(np.array_equal(o, outs[0]) for o in outs)
-    assert outs[0].shape == (500, 500, 3)
+    assert outs[0].shape == (240, 240, 3)

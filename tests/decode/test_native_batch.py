@@ -16,9 +16,10 @@ pytestmark = pytest.mark.skipif(not batch_available(), reason="compiled crop dec
 SIZE = (30, 44)
 
 
-def _photos(shared_data, count=6):
-    files = sorted((shared_data / "photos" / "hymenoptera" / "train").rglob("*.jpg"))[::40][:count]
-    files.append(shared_data / "photos" / "edgecases" / "exif_orientation_jpeg" / "hopper_orientation_6.jpg")
+def _photos(photo_tree, edge_images, count=6):
+    """Generated photos (tests/testkit.py), one stored turned (EXIF 6), one restart-marked."""
+    files = sorted((photo_tree / "train").rglob("*.jpg"))[::16][:count]
+    files.append(edge_images / "exif_orientation_jpeg" / "orientation_6.jpg")
     out = [f.read_bytes() for f in files]
     return out + [native.add_restarts(out[0])]
 
@@ -37,8 +38,8 @@ def _items(datas, seed=0):
 
 
 @pytest.mark.parametrize("memory_format", [torch.contiguous_format, torch.channels_last], ids=["nchw", "nhwc"])
-def test_every_slot_holds_what_decode_resized_gives(shared_data, memory_format):
-    datas = _photos(shared_data)
+def test_every_slot_holds_what_decode_resized_gives(photo_tree, edge_images, memory_format):
+    datas = _photos(photo_tree, edge_images)
     items, expected = _items(datas)
     batch = torch.zeros((len(datas) + 1, 3, *SIZE), dtype=torch.uint8).contiguous(memory_format=memory_format)
     order = items[::-1]  # slots are filled wherever the items say
@@ -48,8 +49,8 @@ def test_every_slot_holds_what_decode_resized_gives(shared_data, memory_format):
     assert int(batch[-1].sum()) == 0  # a slot no item names is not written
 
 
-def test_a_corrupt_item_is_reported_and_the_others_decoded(shared_data):
-    datas = _photos(shared_data, 3)
+def test_a_corrupt_item_is_reported_and_the_others_decoded(photo_tree, edge_images):
+    datas = _photos(photo_tree, edge_images, 3)
     items, expected = _items(datas[:3])
     truncated = datas[1][: len(datas[1]) // 3]
     items[1] = (1, truncated, items[1][2])
@@ -62,8 +63,8 @@ def test_a_corrupt_item_is_reported_and_the_others_decoded(shared_data):
     assert np.array_equal(out[0], expected[0]) and np.array_equal(out[2], expected[2])
 
 
-def test_bad_arguments_are_refused(shared_data):
-    datas = _photos(shared_data, 1)
+def test_bad_arguments_are_refused(photo_tree, edge_images):
+    datas = _photos(photo_tree, edge_images, 1)
     items, _ = _items(datas)
     request = items[0][2]
     out = np.zeros((2, *SIZE, 3), np.uint8)

@@ -109,7 +109,7 @@ def test_orientation_and_flip_give_the_upright_box(orientation):
 
 
 @needs_native
-def test_edge_case_jpegs_are_upright_rgb(shared_data):
+def test_edge_case_jpegs_are_upright_rgb(edge_images):
     # Reference: Pillow's Resize(64) + CenterCrop(56) of the upright decode
     # (torchvision's antialiased two steps), whose filter the compiled resize
     # uses. It is at least as close to it as the pure path (whose OpenCV box
@@ -118,7 +118,7 @@ def test_edge_case_jpegs_are_upright_rgb(shared_data):
     # filter on a 500 px image).
     from fastdata.transforms import EncodedImage, ResizedCenterCrop
 
-    paths = sorted((shared_data / "photos" / "edgecases").rglob("*.jpg"))
+    paths = sorted(edge_images.rglob("*.jpg"))  # generated (tests/testkit.py): the cases of Pillow's test images
     assert len(paths) >= 10
     for path in paths:
         data = path.read_bytes()
@@ -137,25 +137,25 @@ def test_edge_case_jpegs_are_upright_rgb(shared_data):
 
 
 @needs_native
-def test_cmyk_12_bit_recoverable_and_non_jpeg_are_declined(shared_data):
-    edge = shared_data / "photos" / "edgecases"
-    cmyk = (edge / "cmyk_jpeg" / "pil_sample_cmyk.jpg").read_bytes()
+def test_cmyk_12_bit_recoverable_and_non_jpeg_are_declined(edge_images):
+    edge = edge_images
+    cmyk = (edge / "cmyk_jpeg" / "cmyk.jpg").read_bytes()
     assert crop(cmyk, 1, (0, 0, 8, 8))[0] == cd.STATUS_UNSUPPORTED
     assert native.decode_resized(cmyk, read_info(cmyk), None, (8, 8)) is None
     # "extraneous bytes before marker": Pillow accepts it, so the pure path (its Pillow retry) takes it.
-    bad_exif = (edge / "gray_jpeg" / "hopper_bad_exif.jpg").read_bytes()
-    assert crop(bad_exif, 1, (0, 0, 500, 500))[0] == cd.STATUS_RECOVERABLE
-    assert crop(bad_exif, 1, (0, 0, 8, 8)).shape == (8, 8, 3)  # the warning comes after these rows
+    stray = (edge / "gray_jpeg" / "gray_extraneous_bytes.jpg").read_bytes()  # stray bytes two thirds down
+    assert crop(stray, 1, (0, 0, 240, 240))[0] == cd.STATUS_RECOVERABLE
+    assert crop(stray, 1, (0, 0, 8, 8)).shape == (8, 8, 3)  # the warning comes after these rows
     twelve_bit = bytearray(jpeg(photo(32, 32)))
     twelve_bit[twelve_bit.index(b"\xff\xc0") + 4] = 12  # SOF precision: a valid file this libjpeg cannot take
     assert crop(bytes(twelve_bit), 1, (0, 0, 8, 8)) == (cd.STATUS_UNSUPPORTED, "Unsupported JPEG data precision 12")
-    png = (edge / "png_palette" / "pal8.png").read_bytes()
+    png = (edge / "png_palette" / "palette.png").read_bytes()
     assert native.decode_resized(png, read_info(png), None, (8, 8)) is None
 
 
 @needs_native
-def test_truncated_file_raises_naming_the_record(shared_data):
-    data = (shared_data / "corrupt" / "truncated_jpeg.jpg").read_bytes()
+def test_truncated_file_raises_naming_the_record(corrupt_images):
+    data = (corrupt_images / "truncated_jpeg.jpg").read_bytes()
     info = read_info(data)
     for box in [None, (0, 0, 8, 8)]:  # the whole image, and a box the data still covers
         with pytest.raises(DecodeError, match="shard-00001.rec record 17.*Premature end of JPEG file"):
@@ -233,8 +233,8 @@ def test_flip_mirrors_exactly():
 
 
 @needs_native
-def test_avx2_and_sse2_kernels_agree(shared_data):
-    photos = sorted((shared_data / "photos" / "hymenoptera" / "train").rglob("*.jpg"))[:6]
+def test_avx2_and_sse2_kernels_agree(photo_tree):
+    photos = sorted((photo_tree / "train").rglob("*.jpg"))[::17][:6]
     rng = np.random.default_rng(3)
     try:
         for path in photos:

@@ -109,9 +109,9 @@ def test_transcode_is_lossless_on_every_shared_photo(shared_data, resegment):
     assert marked_size < 1.06 * size  # fast path: +3.6% (24 chunks), +0.1% (whole rows)
 
 
-def test_transcode_keeps_exif_and_icc(shared_data):
-    src = Image.open(shared_data / "photos" / "edgecases" / "exif_orientation_jpeg" / "hopper_orientation_6.jpg")
-    icc = Image.open(shared_data / "photos" / "edgecases" / "progressive_jpeg" / "icc_profile_big.jpg").info["icc_profile"]
+def test_transcode_keeps_exif_and_icc(edge_images):
+    src = Image.open(edge_images / "exif_orientation_jpeg" / "orientation_6.jpg")
+    icc = Image.open(edge_images / "progressive_jpeg" / "progressive_big_icc.jpg").info["icc_profile"]  # 300 kB: 5 APP2s
     data = jpeg(src, quality=90, exif=src.getexif(), icc_profile=icc, comment=b"kept")
     out = native.add_restarts(data)
     assert out is not None
@@ -120,10 +120,9 @@ def test_transcode_keeps_exif_and_icc(shared_data):
     assert read_info(out).orientation == 6
 
 
-def test_transcode_declines_what_it_does_not_rewrite(shared_data):
-    edge = shared_data / "photos" / "edgecases"
-    progressive = (edge / "progressive_jpeg" / "app13-multiple.jpg").read_bytes()
-    cmyk = (edge / "cmyk_jpeg" / "pil_sample_cmyk.jpg").read_bytes()
+def test_transcode_declines_what_it_does_not_rewrite(edge_images):
+    progressive = (edge_images / "progressive_jpeg" / "progressive.jpg").read_bytes()
+    cmyk = (edge_images / "cmyk_jpeg" / "cmyk.jpg").read_bytes()
     good = SOURCES["420"]
     for data in (progressive, cmyk, good[: len(good) // 2], b"not a jpeg"):
         assert native.add_restarts(data) is None
@@ -148,8 +147,8 @@ def test_segment_decode_matches_whole_file(name, chunks):
         np.testing.assert_array_equal(got, want, err_msg=f"{name} box {box} {kw}")
 
 
-def test_segment_decode_matches_on_every_orientation(shared_data):
-    folder = shared_data / "photos" / "edgecases" / "exif_orientation_jpeg"
+def test_segment_decode_matches_on_every_orientation(edge_images):
+    folder = edge_images / "exif_orientation_jpeg"
     rng = np.random.default_rng(5)
     for path in sorted(folder.glob("*.jpg")):
         data = path.read_bytes()

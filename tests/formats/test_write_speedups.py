@@ -60,8 +60,8 @@ def test_magic_cuts_find_every_aligned_word_and_no_unaligned_one(path):
     assert framing.cut_points(shifted) == [] == framing._cut_points_find(shifted)
 
 
-def test_magic_cuts_on_real_photos(path, shared_data: Path):
-    photos = sorted((shared_data / "photos" / "hymenoptera" / "val").glob("*/*"))[:60]
+def test_magic_cuts_on_photos(path, photo_tree: Path):
+    photos = sorted((photo_tree / "val").glob("*/*"))[:60]  # generated JPEGs (tests/testkit.py)
     assert photos
     for photo in photos:
         data = photo.read_bytes()

@@ -1,4 +1,4 @@
-"""Datasets over the shared photos for the decode='cuda' tests."""
+"""Datasets over photos (the real hymenoptera set, else the generated photo tree) for the decode='cuda' tests."""
 
 from __future__ import annotations
 
@@ -31,10 +31,18 @@ def eval_transform(size: int = 64) -> transforms.Compose:
 
 @pytest.fixture(scope="session")
 def hymenoptera(request: pytest.FixtureRequest) -> Path:
-    """The hymenoptera photos: ``$FASTDATA_PHOTOS`` (the GPU machine's copy) or ``../shared/data``'s."""
+    """The photos these tests run on, an ImageFolder tree ``{train,val}/{ants,bees}/``:
+    ``$FASTDATA_PHOTOS`` (the GPU machine's copy of the hymenoptera photos), else the real
+    hymenoptera photos of the third-party data (``$FASTDATA_TEST_DATA`` or ``../shared/data``),
+    else the generated photo tree (tests/testkit.py: photo-like, so the tolerances hold too)."""
     if os.environ.get("FASTDATA_PHOTOS"):
         return Path(os.environ["FASTDATA_PHOTOS"])
-    return request.getfixturevalue("shared_data") / "photos" / "hymenoptera"
+    from testkit import shared_data_path
+
+    shared = shared_data_path()
+    if shared is not None and (shared / "photos" / "hymenoptera").is_dir():
+        return shared / "photos" / "hymenoptera"
+    return request.getfixturevalue("photo_tree")
 
 
 def photos(root: Path, transform, count: int = 24, **options) -> Subset:
@@ -44,13 +52,13 @@ def photos(root: Path, transform, count: int = 24, **options) -> Subset:
     return Subset(folder, list(range(0, step * count, step)))
 
 
-def folder_with(tmp_path: Path, shared_data: Path, extra: dict[str, Path], count: int = 6) -> Path:
-    """A two-class folder of ``count`` photos per class plus ``extra`` files (name -> source)."""
-    root = tmp_path / "folder"
+def folder_with(tmp_path: Path, root: Path, extra: dict[str, Path], count: int = 6) -> Path:
+    """A two-class folder of ``count`` photos per class of ``root``/train plus ``extra`` files (name -> source)."""
+    folder = tmp_path / "folder"
     for cls in ("ants", "bees"):
-        (root / cls).mkdir(parents=True)
-        for src in sorted((shared_data / "photos" / "hymenoptera" / "train" / cls).glob("*.jpg"))[:count]:
-            shutil.copy(src, root / cls / src.name)
+        (folder / cls).mkdir(parents=True)
+        for src in sorted((root / "train" / cls).glob("*.jpg"))[:count]:
+            shutil.copy(src, folder / cls / src.name)
     for name, src in extra.items():
-        shutil.copy(src, root / name)
-    return root
+        shutil.copy(src, folder / name)
+    return folder

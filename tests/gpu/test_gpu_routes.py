@@ -28,8 +28,8 @@ def _gpu(dataset, batch, **options):
 
 
 @pytest.mark.parametrize("transform", [train_transform(48), eval_transform(48)], ids=["train", "eval"])
-def test_cmyk_progressive_rotated_and_non_jpeg_are_finished_by_the_cpu_path_in_the_worker(shared_data, transform):
-    edge = ImageFolder(shared_data / "photos" / "edgecases", transform=transform)
+def test_cmyk_progressive_rotated_and_non_jpeg_are_finished_by_the_cpu_path_in_the_worker(edge_images, transform):
+    edge = ImageFolder(edge_images, transform=transform)
     cpu = list(make_loader(edge, 4, seed=4, workers=0, train=False))
     loader = _gpu(edge, 4, seed=4, workers=Workers(2, kind="threads"), train=False)
     routed = []
@@ -105,8 +105,8 @@ def test_images_the_decoder_returns_as_none_alone_take_the_cpu_path_in_one_call(
 
 
 @pytest.mark.parametrize("on_error", ["raise", "skip"])
-def test_an_undecodable_record_follows_the_datasets_on_error_policy(tmp_path, shared_data, on_error):
-    root = folder_with(tmp_path, shared_data, {"ants/zz_truncated.jpg": shared_data / "corrupt" / "truncated_jpeg.jpg"})
+def test_an_undecodable_record_follows_the_datasets_on_error_policy(tmp_path, hymenoptera, corrupt_images, on_error):
+    root = folder_with(tmp_path, hymenoptera, {"ants/zz_truncated.jpg": corrupt_images / "truncated_jpeg.jpg"})
     dataset = ImageFolder(root, transform=train_transform(), on_error=on_error)
     if on_error == "raise":
         with pytest.raises(DecodeError, match="zz_truncated.jpg"):

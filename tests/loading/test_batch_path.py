@@ -4,6 +4,7 @@ cannot finish goes through ``dataset[key]`` (pure-Python decode, on_error)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -17,16 +18,16 @@ from fastdata.loading import batched
 
 pytestmark = pytest.mark.skipif(not native.native_available(), reason="compiled crop decoder not built")
 
-EDGE = ["cmyk_jpeg/pil_sample_cmyk.jpg", "exif_orientation_jpeg/hopper_orientation_6.jpg",
-        "gray_jpeg/hopper_gray.jpg", "progressive_jpeg/app13-multiple.jpg", "png_alpha/pil123rgba.png",
-        "rgb_jpeg/hopper.jpg"]
+EDGE = ["cmyk_jpeg/cmyk.jpg", "exif_orientation_jpeg/orientation_6.jpg", "gray_jpeg/gray.jpg",
+        "progressive_jpeg/progressive.jpg", "png_alpha/rgba.png", "rgb_jpeg/upright.jpg"]
 
 
-def _files(shared_data: Path) -> list[bytes]:
-    photos = sorted((shared_data / "photos" / "hymenoptera" / "train").rglob("*.jpg"))[::25]
+def _files(photo_tree: Path, edge_images: Path) -> list[bytes]:
+    """Generated photos (tests/testkit.py), the same four restart-marked, and six edge cases."""
+    photos = sorted((photo_tree / "train").rglob("*.jpg"))[::12]
     out = [p.read_bytes() for p in photos]
     out += [native.add_restarts(data) or data for data in out[:4]]  # restart-marked: the segment path
-    return out + [(shared_data / "photos" / "edgecases" / name).read_bytes() for name in EDGE]
+    return out + [(edge_images / name).read_bytes() for name in EDGE]
 
 
 def _dataset(root: Path, files: list[bytes]) -> Path:
@@ -65,8 +66,8 @@ def calls(monkeypatch):
 
 @pytest.mark.parametrize("memory_format", [torch.contiguous_format, torch.channels_last], ids=["nchw", "nhwc"])
 @pytest.mark.parametrize("kind", ["train", "eval"])
-def test_the_batch_path_gives_the_per_sample_batches(tmp_path, shared_data, calls, kind, memory_format):
-    files = _files(shared_data)
+def test_the_batch_path_gives_the_per_sample_batches(tmp_path, photo_tree, edge_images, calls, kind, memory_format):
+    files = _files(photo_tree, edge_images)
     root = _dataset(tmp_path / "ds", files)
     if kind == "train":
         tf = transforms.Compose([transforms.RandomResizedCrop(40), transforms.RandomHorizontalFlip()])
@@ -84,9 +85,9 @@ def test_the_batch_path_gives_the_per_sample_batches(tmp_path, shared_data, call
         assert not all(torch.equal(a[0], b[0]) for a, b in zip(main[0], main[1], strict=True))
 
 
-def test_a_corrupt_sample_is_skipped_as_on_the_per_sample_path(tmp_path, shared_data, calls):
-    files = _files(shared_data)[:8]
-    files.insert(3, (shared_data / "corrupt" / "truncated_jpeg.jpg").read_bytes())
+def test_a_corrupt_sample_is_skipped_as_on_the_per_sample_path(tmp_path, photo_tree, edge_images, corrupt_images, calls):
+    files = _files(photo_tree, edge_images)[:8]
+    files.insert(3, (corrupt_images / "truncated_jpeg.jpg").read_bytes())
     root = _dataset(tmp_path / "ds", files)
     tf = transforms.Compose([transforms.RandomResizedCrop(32), transforms.RandomHorizontalFlip()])
     (main, ds0), (threads, ds1) = _runs(root, tf, train=True, on_error="skip")
@@ -97,28 +98,29 @@ def test_a_corrupt_sample_is_skipped_as_on_the_per_sample_path(tmp_path, shared_
     assert sum(calls) == 2 * (len(files) - 1)
 
 
-def test_a_corrupt_sample_raises_naming_its_record(tmp_path, shared_data):
-    files = _files(shared_data)[:6]
-    files[4] = (shared_data / "corrupt" / "truncated_jpeg.jpg").read_bytes()
+def test_a_corrupt_sample_raises_naming_its_record(tmp_path, photo_tree, edge_images, corrupt_images):
+    files = _files(photo_tree, edge_images)[:6]
+    files[4] = (corrupt_images / "truncated_jpeg.jpg").read_bytes()
     root = _dataset(tmp_path / "ds", files)
     tf = transforms.Compose([transforms.RandomResizedCrop(32), transforms.RandomHorizontalFlip()])
     ds = open_dataset(root, transform=tf)
     with make_loader(ds, 3, workers=Workers(2, kind="threads"), train=False) as loader:
         assert loader.dataloader._batcher is not None
-        with pytest.raises(DecodeError, match=r"record 4\b.*libjpeg-turbo cannot decode"):
+        path, local = ds.locate(4)
+        with pytest.raises(DecodeError, match=rf"{re.escape(str(path))} record {local}\b.*libjpeg-turbo cannot decode"):
             list(loader)
 
 
-def test_transforms_it_does_not_plan_keep_the_per_sample_path(tmp_path, shared_data):
-    root = _dataset(tmp_path / "ds", _files(shared_data)[:4])
+def test_transforms_it_does_not_plan_keep_the_per_sample_path(tmp_path, photo_tree, edge_images):
+    root = _dataset(tmp_path / "ds", _files(photo_tree, edge_images)[:4])
     for tf in (transforms.Compose([transforms.RandomResizedCrop(32), lambda a: a[::-1].copy()]),
                transforms.Resize(40), transforms.RandomHorizontalFlip()):
         ds = open_dataset(root, transform=tf)
         assert make_loader(ds, 2, workers=Workers(2, kind="threads")).dataloader._batcher is None
 
 
-def test_a_transform_replaced_after_make_loader_is_the_one_applied(tmp_path, shared_data):
-    root = _dataset(tmp_path / "ds", _files(shared_data)[:4])
+def test_a_transform_replaced_after_make_loader_is_the_one_applied(tmp_path, photo_tree, edge_images):
+    root = _dataset(tmp_path / "ds", _files(photo_tree, edge_images)[:4])
     ds = open_dataset(root, transform=transforms.Compose([transforms.RandomResizedCrop(32)]))
     with make_loader(ds, 2, workers=Workers(2, kind="threads"), train=False) as loader:
         ds.transform = transforms.Compose([transforms.Resize(20), transforms.CenterCrop(16)])
@@ -126,13 +128,13 @@ def test_a_transform_replaced_after_make_loader_is_the_one_applied(tmp_path, sha
 
 
 @pytest.mark.parametrize("label_draws", [False, True], ids=["plain-labels", "label-transform-draws"])
-def test_default_seed_and_a_drawing_label_transform_give_the_per_sample_batches(tmp_path, shared_data, calls,
+def test_default_seed_and_a_drawing_label_transform_give_the_per_sample_batches(tmp_path, photo_tree, edge_images, calls,
                                                                                  label_draws):
     """Bit-identity guard (seed 0, whose stream key a cached-key bug once confused with a fresh
     generator's; a label transform drawing after the crop and flip, from the same stream)."""
     from fastdata import rng
 
-    root = _dataset(tmp_path / "ds", _files(shared_data)[:10])
+    root = _dataset(tmp_path / "ds", _files(photo_tree, edge_images)[:10])
     tf = transforms.Compose([transforms.RandomResizedCrop(32), transforms.RandomHorizontalFlip()])
     label = (lambda y: y + 2 * int(rng.generator().integers(0, 1000))) if label_draws else None
     runs = []

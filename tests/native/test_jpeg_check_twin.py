@@ -1,7 +1,8 @@
 """converters/jpeg_check.py's structural check, compiled (fastdata.formats._speedups)
-against its Python reference: the same answer for every real photo, every
-edge case, and thousands of damaged files (byte flips, truncations, marker
-and length edits), under several Image.MAX_IMAGE_PIXELS settings."""
+against its Python reference: the same answer for every real photo and edge case
+(../shared/data), every generated one (tests/testkit.py), and thousands of damaged
+files (byte flips, truncations, marker and length edits), under several
+Image.MAX_IMAGE_PIXELS settings."""
 
 from __future__ import annotations
 
@@ -30,10 +31,22 @@ def _python(data: bytes):
         return jpeg_check.passthrough_size(data)
 
 
-def _seeds(shared_data: Path) -> list[bytes]:
-    photos = shared_data / "photos"
-    files = sorted(p for p in photos.rglob("*") if p.is_file()) + sorted((shared_data / "corrupt").iterdir())
+def _seeds(root: Path) -> list[bytes]:
+    """Every file under ``root``/photos and ``root``/corrupt: ../shared/data, or the generated images."""
+    photos = root / "photos"
+    files = sorted(p for p in photos.rglob("*") if p.is_file()) + sorted((root / "corrupt").iterdir())
     return [p.read_bytes() for p in files]
+
+
+# Where the seeds come from: the real photos and Pillow's test images (third-party files), or
+# the generated photos and edge cases; with, for each, how many files and accepted JPEGs at least.
+SOURCES = {"real": ("shared_data", 400, 300), "generated": ("generated_images", 150, 120)}
+
+
+@pytest.fixture(params=sorted(SOURCES))
+def source(request) -> tuple[Path, int, int]:
+    fixture, files, accepted = SOURCES[request.param]
+    return request.getfixturevalue(fixture), files, accepted
 
 
 def _exif(data: bytes, entries: list[tuple[int, int, int, int]], order: str = "<", ifd_at: int = 8, count: int | None = None) -> bytes:
@@ -118,23 +131,24 @@ def _mutants(rng: random.Random, data: bytes, count: int) -> list[bytes]:
     return out
 
 
-def test_the_same_answer_on_every_real_and_edge_case_file(shared_data: Path):
-    seeds = _seeds(shared_data)
-    assert len(seeds) > 400
+def test_the_same_answer_on_every_photo_and_edge_case_file(source):
+    root, files, at_least = source
+    seeds = _seeds(root)
+    assert len(seeds) > files
     accepted = 0
     for data in seeds + [c for s in seeds[:40] for c in _crafted(s)]:
         want = _python(data)
         assert _compiled(data) == want
         accepted += want is not None
-    assert accepted > 300  # the photos pass: the comparison is not only of refusals
+    assert accepted > at_least  # the photos pass: the comparison is not only of refusals
 
 
 @pytest.mark.parametrize("limit", ["default", None, 89_478_485 * 2, 10_000, 0])
-def test_the_same_answer_on_mutated_files(shared_data: Path, monkeypatch, limit):
+def test_the_same_answer_on_mutated_files(source, monkeypatch, limit):
     if limit != "default":
         monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", limit)
     rng = random.Random(f"jpeg-{limit}")
-    seeds = _seeds(shared_data)
+    seeds = _seeds(source[0])
     crafted = [c for s in rng.sample(seeds, 10) for c in _crafted(s)]
     checked = disagree = 0
     answers = set()
@@ -150,8 +164,8 @@ def test_the_same_answer_on_mutated_files(shared_data: Path, monkeypatch, limit)
     assert answers == {True, False} or limit in (0, 10_000)  # both verdicts (no photo is under 10,000 pixels)
 
 
-def test_a_limit_that_is_not_an_int_is_left_to_python(monkeypatch, shared_data: Path):
-    data = next(d for d in _seeds(shared_data) if _python(d) is not None)
+def test_a_limit_that_is_not_an_int_is_left_to_python(monkeypatch, generated_images: Path):
+    data = next(d for d in _seeds(generated_images) if _python(d) is not None)
     h, w = _python(data)
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", h * w - 0.5)
     assert speedups.native.jpeg_passthrough_size(data, Image.MAX_IMAGE_PIXELS) is NotImplemented
@@ -162,13 +176,13 @@ def test_a_limit_that_is_not_an_int_is_left_to_python(monkeypatch, shared_data: 
     assert _compiled(data) is None is _python(data)
 
 
-def test_buffers_other_than_bytes_take_the_python_path(shared_data: Path):
-    data = next(d for d in _seeds(shared_data) if _python(d) is not None)
+def test_buffers_other_than_bytes_take_the_python_path(generated_images: Path):
+    data = next(d for d in _seeds(generated_images) if _python(d) is not None)
     with speedups.using(True):
         assert jpeg_check.passthrough_size(bytearray(data)) == _python(data)
 
 
-def test_no_sanitizer_report_and_the_same_answers(shared_data: Path, tmp_path: Path):
+def test_no_sanitizer_report_and_the_same_answers(generated_images: Path, tmp_path: Path):
     """A small round of tests/native/fuzz_jpeg_check.py: jpeg_check.c under
     AddressSanitizer + UndefinedBehaviorSanitizer, each input in a buffer of
     exactly its size."""
@@ -178,7 +192,7 @@ def test_no_sanitizer_report_and_the_same_answers(shared_data: Path, tmp_path: P
     if fuzz_jpeg_check.compiler() is None:
         pytest.skip("no C compiler")
     try:
-        checked, problems = fuzz_jpeg_check.run(shared_data, files=30, mutants=40, seed=1, workdir=tmp_path)
+        checked, problems = fuzz_jpeg_check.run(generated_images, files=30, mutants=40, seed=1, workdir=tmp_path)
     except subprocess.CalledProcessError as exc:
         pytest.skip(f"the compiler cannot build with sanitizers here: {exc.stderr[-300:]}")
     assert checked > 1500 and problems == []

@@ -8,7 +8,8 @@ averaging, INTER_AREA beyond 2x). On all 243 hymenoptera train photos, same
 boxes, mean |difference| in grey levels: RandomResizedCrop(224)+flip 0.50 over
 the set (worst photo 2.09); eval Resize(256)+CenterCrop(224) 0.18 (worst 0.80).
 Against Pillow on the full-size decode the compiled path is closer: RRC 0.12
-(pure 0.50), Resize(160) 0.19 (pure 1.08)."""
+(pure 0.50), Resize(160) 0.19 (pure 1.08). The tests run on the generated
+photo-like JPEGs (tests/testkit.py); the figures are the real photos'."""
 
 from __future__ import annotations
 
@@ -38,8 +39,9 @@ def both(crop_decoder):
 
 
 @pytest.fixture(scope="module")
-def photos(shared_data):
-    paths = sorted((shared_data / "photos" / "hymenoptera" / "train").rglob("*.jpg"))[::6]
+def photos(photo_tree):
+    """Photo-like JPEGs of the generated tree (tests/testkit.py): sizes, subsampling, gray, ICC."""
+    paths = sorted((photo_tree / "train").rglob("*.jpg"))[::3]
     return [EncodedImage(p.read_bytes(), p.name) for p in paths]
 
 
