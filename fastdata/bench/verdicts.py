@@ -101,7 +101,11 @@ def judge(results: list[Result], formats: tuple[str, ...], missing: dict[str, st
     out = []
     for t in TARGETS:
         group, against, absent = pairs[t.key]
-        v = Verdict(t.key, t.label, t.minimum, decode_aware_row(source), against)
+        label, base = t.label, rows.get((group, against or ""))
+        if base is not None and "stand-in" in str(getattr(base, "label", base.name)):  # say what was timed
+            label = label.replace("the torchvision (apex) recipe", "the PIL stand-in for torchvision's recipe")
+            label = label.replace("the torchvision recipe", "the PIL stand-in for torchvision's recipe")
+        v = Verdict(t.key, label, t.minimum, decode_aware_row(source), against)
         num, den = rows.get((group, v.row)), rows.get((group, against or ""))
         if num is None or den is None or not num.rates or not den.rates or den.median <= 0:
             gone = v.row if num is None or not num.rates else against

@@ -221,3 +221,24 @@ def test_conversion_is_timed_beyond_start_up(tmp_path):
     got = next(v for v in suite.build(s) if v.name == row.name).run()
     assert len(calls) == 2 * (got.items // (200 - suite.CONVERT_TINY)) >= 4
     assert 700 < got.items / got.seconds < 1100
+
+
+def test_a_target_judged_on_the_stand_in_says_so():
+    from fastdata.bench.harness import Result
+    from fastdata.bench.verdicts import judge
+
+    def row(group, name, rates, baseline="PIL stand-in for torchvision's recipe"):
+        return Result(name=name, group=group, unit="img", rates=rates, peak_rss_mb=0.0, baseline=baseline, note="",
+                      bytes_per_item=None)
+
+    results = [
+        row("train", "PIL stand-in for torchvision's recipe", [100.0, 100.0], baseline=None),
+        row("train", "fastdata recordio, decode-aware", [300.0, 300.0]),
+    ]
+    [train] = [v for v in judge(results, ("recordio",)) if v.key == "train_vs_torchvision"]
+    assert "PIL stand-in for torchvision's recipe" in train.label and "(apex)" not in train.label
+    assert abs(train.ratio - 3.0) < 1e-9
+    results[0] = row("train", "torchvision's recipe", [100.0, 100.0], baseline=None)
+    results[1] = row("train", "fastdata recordio, decode-aware", [300.0, 300.0], baseline="torchvision's recipe")
+    [train] = [v for v in judge(results, ("recordio",)) if v.key == "train_vs_torchvision"]
+    assert "torchvision (apex) recipe" in train.label
