@@ -20,12 +20,12 @@ from fastdata.formats.manifest import Manifest
 
 
 @pytest.fixture(scope="module")
-def converted(shared_data, tmp_path_factory):
+def converted(small_folder, tmp_path_factory):
     from fastdata.converters import cli
 
     root = tmp_path_factory.mktemp("once")
     for fmt in ("recordio", "tfrecord", "lmdb"):
-        argv = ["convert", str(shared_data / "vectors" / "images"), str(root / fmt), "--format", fmt, "--shards", "2", "-q"]
+        argv = ["convert", str(small_folder), str(root / fmt), "--format", fmt, "--shards", "2", "-q"]
         assert cli.main(argv) == 0
     return root
 
