@@ -42,7 +42,7 @@ from typing import Any, TextIO
 from fastdata.errors import FastDataError, FormatError, ManifestError
 from fastdata.formats import MANIFEST_NAME, Manifest, checksums, registry
 from fastdata.formats import SampleReader
-from fastdata.formats.hooks import Detected, FileCheck
+from fastdata.formats.hooks import Detected, FileCheck, readable
 
 from .probe import DATASET, Target, close_reader, identify, shard_opener
 from .report import Progress
@@ -519,14 +519,7 @@ def _truncation(cut: tuple[Path, int, int, int], lost: int, checked: int) -> tup
     of them read."""
     data_file, size, expected, records = cut
     records = max(records, checked)
-    if lost == 0:
-        survive = f"no record is readable, all {records} lost"
-    elif lost >= records:
-        survive = f"all {records} records readable (only bytes after the last record are missing)"
-    elif lost == 1:
-        survive = "record 0 readable, 1 onwards lost"
-    else:
-        survive = f"records 0-{lost - 1} readable, {lost} onwards lost"
+    survive = readable(lost, records)
     return (
         data_file, f"size is {size} bytes, the manifest says {expected}: truncated; {survive}; "
         "restore the shard from a good copy or re-convert the dataset",

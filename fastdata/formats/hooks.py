@@ -159,3 +159,24 @@ def json_label(label: Any) -> Any:
     if isinstance(label, (np.integer, int)):
         return int(label)
     return float(label)
+
+
+def readable(kept: int, total: int | None = None) -> str:
+    """Which records of a file cut short are still readable: the first ``kept``
+    (of ``total``, when the whole count is known)."""
+    if kept == 0:
+        return f"no record is readable, all {total} lost" if total else "no record readable"
+    if total is not None and kept >= total:
+        return f"all {total} records readable (only bytes after the last record are missing)"
+    if kept == 1:
+        return "record 0 readable, 1 onwards lost"
+    return f"records 0-{kept - 1} readable, {kept} onwards lost"
+
+
+def truncated_file(kept: int, size: int, offset: int | None) -> str:
+    """The problem of a single file that ends inside record ``kept``."""
+    return (
+        f"truncated at byte {size}: {readable(kept)} (the record at byte offset {offset} runs past the end of the "
+        "file); restore the file from a good copy or re-create it"
+    )
+

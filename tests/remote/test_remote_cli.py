@@ -149,3 +149,23 @@ def test_overwrite_replaces_the_dataset_and_leaves_other_objects(bucket, source,
     names = sorted(p.rsplit("/", 1)[1] for p in bucket.ls(url[5:]))
     assert "notes.txt" in names and "shard-00003.tfrecord" not in names  # the old 4th shard is gone
     assert len(fastdata.open_dataset(localize(url, cache_dir=tmp_path / "c"), decode=False)) == 24
+
+
+# A damaged manifest is damage found (exit 1, one PROBLEM line naming its URL), as for a local dataset.
+def test_verify_of_a_remote_dataset_with_a_damaged_manifest_exits_1(bucket, tmp_path):
+    src = tmp_path / "src"
+    for i in range(6):
+        path = src / ("cat" if i % 2 else "dog") / f"{i:02d}.jpg"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(image_bytes(i))
+    url = f"s3://{BUCKET}/{unique_prefix('manifest')}"
+    made = cli("convert", str(src), url, "--format", "tfrecord", "--shards", "1", "--workers", "1", "-q",
+               env={"XDG_CACHE_HOME": str(tmp_path)})
+    assert made.returncode == 0, made.stderr
+    key = f"{url[5:]}/manifest.json"
+    bucket.pipe_file(key, bucket.cat_file(key)[:-30])
+    checked = cli("verify", url)
+    assert checked.returncode == 1 and checked.stderr == "", (checked.stdout, checked.stderr)
+    problems = [line for line in checked.stdout.splitlines() if "PROBLEM" in line]
+    assert len(problems) == 1 and problems[0].startswith(f"fastdata verify: PROBLEM {url}/manifest.json: ")
+    assert "fastdata-remote-" not in checked.stdout

@@ -11,7 +11,7 @@ from typing import Any
 
 from ...errors import FastDataError, FormatError
 from ..checksums import mismatch, record_crc
-from ..hooks import Detected, FileCheck, Inspected, Problem, existing, json_label
+from ..hooks import Detected, FileCheck, Inspected, Problem, existing, json_label, truncated_file
 from ..images import image_kind
 from ..manifest import MANIFEST_NAME, Manifest
 from .framing import HEADER, LENGTH_BITS, LENGTH_MASK, MAGIC, MAGIC_BYTES, join, walk
@@ -80,7 +80,7 @@ class PayloadReader:
                 if stop is None or not _cut_short(stop):
                     raise
                 self.reader = _Scanned(os.fspath(rec), (*starts, stop.offset))
-                self.truncated, self.notes = True, [(Path(rec), _survivors(starts, size, stop))]
+                self.truncated, self.notes = True, [(Path(rec), truncated_file(len(starts), size, stop.offset))]
         self._crcs: memoryview | None = None
 
     def use_checksums(self, crcs: memoryview | None) -> None:
@@ -157,21 +157,6 @@ def _scan(rec: Path) -> tuple[list[int], int, FormatError | None]:
     return starts, size, None
 
 
-def _survivors(starts: list[int], size: int, exc: FormatError) -> str:
-    """The problem of a ``.rec`` that ends inside a record: which records it still holds."""
-    kept = len(starts)
-    if kept == 0:
-        survive = "no record readable"
-    elif kept == 1:
-        survive = "record 0 readable, 1 onwards lost"
-    else:
-        survive = f"records 0-{kept - 1} readable, {kept} onwards lost"
-    return (
-        f"truncated at byte {size}: {survive} (the record at byte offset {exc.offset} runs past the end of the "
-        "file); restore the file from a good copy or re-create it"
-    )
-
-
 def _cut_short(exc: FormatError) -> bool:
     """Whether a scan stopped because the file ends inside a record (truncated), not at damage."""
     return exc.reason.startswith("truncated record") or "runs past the end of the file" in exc.reason
@@ -188,7 +173,7 @@ def verify(found: Detected) -> FileCheck:
     starts, size, exc = _scan(rec)
     if exc is not None and _cut_short(exc):
         bounds = (*starts, exc.offset)
-        return FileCheck(problems=((rec, _survivors(starts, size, exc)),),
+        return FileCheck(problems=((rec, truncated_file(len(starts), size, exc.offset)),),
                          records=functools.partial(PayloadReader, rec, bounds), truncated=True)
     if exc is not None:
         places, cause, fix = exc.parts(path=rec)

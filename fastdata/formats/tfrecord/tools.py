@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError, FastDataError, FormatError
-from ..hooks import Detected, FileCheck, Inspected, existing
+from ..hooks import Detected, FileCheck, Inspected, existing, truncated_file
 from ..manifest import MANIFEST_NAME, Manifest
 from .compression import detect as detect_compression
 from .example_parse import is_sequence_example, parse_example, parse_sequence_example
@@ -96,7 +96,7 @@ def verify(found: Detected) -> FileCheck:
         kept, exc = _scan(path)
         if exc is not None and _cut_short(exc):
             return FileCheck(
-                problems=((path, _survivors(kept, path.stat().st_size, exc)),),
+                problems=((path, truncated_file(kept, path.stat().st_size, exc.offset)),),
                 stream=functools.partial(_first, path, kept), image=record_image, truncated=True,
             )
     problems: tuple[tuple[Path, str], ...] = ()
@@ -132,19 +132,6 @@ def _scan(path: Path) -> tuple[int, FormatError | None]:
 def _cut_short(exc: FormatError) -> bool:
     """Whether a scan stopped because the file ends inside a record (truncated), not at damage."""
     return exc.reason.startswith("truncated record header") or "(truncated file or corrupt length)" in exc.reason
-
-
-def _survivors(kept: int, size: int, exc: FormatError) -> str:
-    if kept == 0:
-        survive = "no record readable"
-    elif kept == 1:
-        survive = "record 0 readable, 1 onwards lost"
-    else:
-        survive = f"records 0-{kept - 1} readable, {kept} onwards lost"
-    return (
-        f"truncated at byte {size}: {survive} (the record at byte offset {exc.offset} runs past the end of the "
-        "file); restore the file from a good copy or re-create it"
-    )
 
 
 def _first(path: Path, count: int) -> Iterator[bytes]:
