@@ -1,9 +1,11 @@
 """The main process's share of ``decode="cuda"``: decode each batch in one
-call, crop/resize/flip/normalise it with batched ops, on a side stream and a
-thread of its own (:class:`~fastdata.gpu.ahead.Ahead`), ``depth`` batches
-ahead of the training loop, whose thread only waits on an event per batch.
+call on a thread of its own, then crop/resize/flip/normalise it with batched
+ops on a second thread (each an :class:`~fastdata.gpu.ahead.Ahead`), a batch
+behind the decode and ``depth`` batches ahead of the training loop, whose
+thread only waits on an event per batch. See :meth:`GPUBatches._produce` for
+the streams and why decoded images are held.
 
-Without CUDA the same code, thread included, runs on the CPU with
+Without CUDA the same code, threads included, runs on the CPU with
 :class:`~fastdata.gpu.backends.CPUDecoder`; only the decoder call and the
 stream handling differ.
 """
@@ -97,7 +99,7 @@ class GPUBatches:
         # as CUDAPrefetcher: per-channel tensors, sub then mul, bit-identical on CPU and GPU
         self._shift = torch.tensor([m * 255.0 for m in mean3], dtype=torch.float32).view(1, 3, 1, 1)
         self._factor = torch.tensor([1.0 / (s * 255.0) for s in std3], dtype=torch.float32).view(1, 3, 1, 1)
-        self._stream: Any = None
+        self._streams: Any = None
         self._active: Iterator[Any] | None = None
         self.last: EncodedBatch | None = None  # the batch behind the last output (boxes, flips), for checks
 
@@ -112,7 +114,7 @@ class GPUBatches:
         if self._active is not None:
             self._active.close()  # type: ignore[attr-defined]
             self._active = None
-        self._stream = None
+        self._streams = None
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, Any]]:
         if self._active is not None:
@@ -124,9 +126,9 @@ class GPUBatches:
         streams = None
         if self.device.type == "cuda":
             self.device = cuda_device(self.device)
-            if self._stream is None:
-                self._stream = (torch.cuda.Stream(device=self.device), torch.cuda.Stream(device=self.device))
-            streams = self._stream
+            if self._streams is None:  # (decode, work)
+                self._streams = (torch.cuda.Stream(device=self.device), torch.cuda.Stream(device=self.device))
+            streams = self._streams
         # iter() here, not on the thread: worker processes are started from the training loop's thread, as before
         ahead = Ahead(self._produce(iter(self.loader), streams), self.depth, "fastdata-gpu-stage")
         try:
@@ -201,7 +203,7 @@ class GPUBatches:
         return images, targets
 
     def stage_times(self) -> dict[str, float]:
-        """Host milliseconds per batch on the stage's thread, by step (``wait``:
+        """Host milliseconds per batch on the stage's two threads, by step (``wait``:
         for the workers' next batch; ``decode``: inside the decoder's call;
         ``cpu``: rejected samples on the CPU path; ``resample``: launching the
         crop/resize/normalise), over the batches finished so far."""
