@@ -223,15 +223,8 @@ def _open_shard(spec: registry.FormatSpec, directory: Path, m: Manifest, sources
         crcs = None if problem else crcs  # a damaged checksum file checks nothing
     reader, same = None, None
     try:
-        try:
-            reader = spec.open_shard(path, **options)
-            if cut is not None:
-                len(reader)  # a truncated shard's index may be refused only when first used
-        except (FastDataError, OSError):
-            if reader is not None:
-                close_reader(reader)
-            if cut is None or (reader := _surviving(m.format, path, data_file)) is None:
-                raise
+        opener = functools.partial(spec.open_shard, path, **options)
+        reader = _open_surviving(opener, m.format, path, data_file) if cut is not None else opener()
         if digest is not None:
             whole = _mapping(reader)
             # a reader that does not map its data file (LMDB's is liblmdb's own map): read it here,
@@ -314,11 +307,14 @@ class _Streamed:
 def _open_surviving(opener, fmt: str, path: Path, data_file: Path):
     """``opener()``, or for a truncated shard that will not open so, a reader
     of the records it still holds (picklable: workers call it)."""
+    reader = None
     try:
         reader = opener()
-        len(reader)
+        len(reader)  # a truncated shard's index may be refused only when first used
         return reader
     except (FastDataError, OSError):
+        if reader is not None:
+            close_reader(reader)
         reader = _surviving(fmt, path, data_file)
         if reader is None:
             raise
@@ -471,7 +467,6 @@ def _check_all(
                 flush(state["shard"])
             if chunk.shard != state["shard"]:
                 state.update(shard=chunk.shard, cut=None, checked=0)
-            shard = chunk.shard
             for where, message in chunk.notes:
                 findings.problem(where, message)
             if chunk.cut is not None:
@@ -483,7 +478,7 @@ def _check_all(
                 if state["cut"] is not None:
                     held.append(problem)
                 else:
-                    report(shard, problem)
+                    report(chunk.shard, problem)
     finally:
         progress.close()
     if state["shard"] is not None:

@@ -97,15 +97,10 @@ def steady(make: Callable[[], object], min_items: int = 0, min_seconds: float = 
         next(iter(loader))
         held.append(loader)
 
-    def run() -> int:
-        t0 = time.perf_counter()
-        n = drain(held[0])
-        while 0 < n and (n < min_items or time.perf_counter() - t0 < min_seconds):
-            n += drain(held[0])
-        return n
-
     def warm() -> int:
         return drain(held[0])
+
+    run = repeated(warm, min_seconds, min_items)
 
     def teardown() -> None:
         loader = held.pop()
@@ -121,13 +116,14 @@ def steady(make: Callable[[], object], min_items: int = 0, min_seconds: float = 
     return {"run": run, "warm": warm, "setup": setup, "teardown": teardown}
 
 
-def repeated(one_pass: Callable[[], int], min_seconds: float) -> Callable[[], int]:
-    """``one_pass`` over again until the whole has lasted ``min_seconds`` (at least once)."""
+def repeated(one_pass: Callable[[], int], min_seconds: float, min_items: int = 0) -> Callable[[], int]:
+    """``one_pass`` over again until the whole has lasted ``min_seconds`` and
+    counted ``min_items`` (at least once; never again after a pass of none)."""
 
     def run() -> int:
         t0 = time.perf_counter()
         n = one_pass()
-        while 0 < n and time.perf_counter() - t0 < min_seconds:
+        while 0 < n and (n < min_items or time.perf_counter() - t0 < min_seconds):
             n += one_pass()
         return n
 
