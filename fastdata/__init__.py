@@ -20,7 +20,7 @@ _LAZY = {
     "DALILoader": "fastdata.dali.iterator",
     "FormatDataset": "fastdata.datasets.shards",
     "FormatStream": "fastdata.datasets.iterable",
-    "GPUDecode": "fastdata.gpu.route",
+    "GPUDecode": "fastdata.loading.decode_choice",
     "ImageFolder": "fastdata.datasets.folder",
     "Prefetch": "fastdata.loading.settings",
     "Workers": "fastdata.loading.settings",
@@ -40,7 +40,7 @@ __all__ = sorted([*_errors.__all__, "__version__", *_LAZY])
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names resolve lazily below
     from . import decode, remote
     from .dali.iterator import DALILoader
-    from .gpu.route import GPUDecode
+    from .loading.decode_choice import GPUDecode
     from .datasets import (
         FormatDataset, FormatStream, ImageFolder, LMDBDataset, RecordIODataset, RecordIOStream, TFRecordDataset,
         TFRecordStream, open_dataset,

@@ -16,7 +16,7 @@ in :mod:`fastdata.order.seeds`):
 The names live in :mod:`fastdata.order`; this module is their public address.
 """
 
-from .order.generators import SampleKey, generator, sample_scope, set_generator, use
+from .order.generators import SampleKey, generator, sample_scope, set_generator, use, using
 from .order.seeds import sample_generator, worker_generator
 
-__all__ = ["SampleKey", "generator", "sample_generator", "sample_scope", "set_generator", "use", "worker_generator"]
+__all__ = ["SampleKey", "generator", "sample_generator", "sample_scope", "set_generator", "use", "using", "worker_generator"]

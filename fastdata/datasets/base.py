@@ -16,7 +16,8 @@ import torch.utils.data
 
 from ..errors import DecodeError, FastDataError, FormatError
 from ..order.generators import SampleKey, sample_scope
-from .imaging import Transform, build_item, normalize_label
+from ..transforms.planning import Planner, planner_of
+from .imaging import Transform, build_item, is_decode_aware, normalize_label
 from .policy import DATA_ERRORS, SkipCounter, check_policy
 from .shardset import ShardSet
 
@@ -58,6 +59,22 @@ class MapDataset(SampleSettings, torch.utils.data.Dataset):
 
     def _item(self, index: int) -> tuple[Any, Any]:  # pragma: no cover
         raise NotImplementedError
+
+    def encoded(self, index: int) -> tuple[bytes, Any, str]:
+        """The read half of sample ``index``: its stored bytes, its target
+        (before ``target_transform``) and its name for messages. Nothing is
+        decoded and no transform runs."""
+        raise NotImplementedError(f"{type(self).__name__} does not hand out encoded samples")
+
+    def planner(self) -> Planner | None:
+        """How this dataset's samples are planned when a loader executes them
+        itself (:mod:`fastdata.loading.planned`): the transform's ``plan``
+        when each sample is its stored bytes through that one crop, else None
+        (then ``dataset[key]`` builds every sample). A subclass that builds
+        samples another way than ``encoded`` + ``transform`` returns None."""
+        if not self.decode or not is_decode_aware(self.transform):
+            return None
+        return planner_of(self.transform)
 
     def __getitem__(self, key: int | SampleKey) -> tuple[Any, Any]:
         """``(image, target)`` of sample ``key`` (an int or a SampleKey).
@@ -227,3 +244,8 @@ class ShardDataset(ShardLabels, MapDataset):
     def _item(self, index: int) -> tuple[Any, Any]:
         shard, local = self.shards.locate(index)
         return build_record(self, shard, local, *self.shards.read(shard, local))
+
+    def encoded(self, index: int) -> tuple[bytes, Any, str]:
+        shard, local = self.shards.locate(index)
+        data, label = self.shards.read(shard, local)
+        return data, normalize_label(label), self.shards.name(shard, local)

@@ -169,18 +169,23 @@ class ImageFolder(MapDataset):
 
     imgs = samples
 
-    def _item(self, index: int) -> tuple[Any, Any]:
+    def encoded(self, index: int) -> tuple[bytes, Any, str]:
         path = self.path(index)
-        target = int(self.targets[index])
+        with open(path, "rb") as f:
+            return f.read(), int(self.targets[index]), path
+
+    def planner(self) -> Any:
+        return None if self.loader is not None else super().planner()  # a loader= opens files its own way
+
+    def _item(self, index: int) -> tuple[Any, Any]:
         if self.loader is not None and self.decode:
-            image = self.loader(path)
+            image, target = self.loader(self.path(index)), int(self.targets[index])
             if self.transform is not None:
                 image = self.transform(image)
             if self.target_transform is not None:
                 target = self.target_transform(target)
             return image, target
-        with open(path, "rb") as f:
-            data = f.read()
+        data, target, path = self.encoded(index)
         return build_item(
             data,
             target,

@@ -1,8 +1,8 @@
 """GPU decode inside the loader (``make_loader(..., decode="cuda")``).
 
-Workers only read: the encoded bytes, the label, and the crop box and flip,
-drawn from the JPEG header's size by the same seeded transforms as the CPU
-path (:mod:`fastdata.gpu.plan`). A batch travels as one byte buffer with
+Workers only read: the encoded bytes, the label, and the crop's
+:class:`~fastdata.decode.plan.CropPlan`, drawn from the JPEG header's size by
+the same seeded transforms as the CPU path (:mod:`fastdata.gpu.plan`). A batch travels as one byte buffer with
 offsets (:mod:`fastdata.gpu.batch`). The main process decodes it with one
 batched call (:mod:`fastdata.gpu.backends`), then crops, resizes
 (antialiased), flips and normalises it with batched tensor ops
@@ -10,13 +10,18 @@ batched call (:mod:`fastdata.gpu.backends`), then crops, resizes
 (:mod:`fastdata.gpu.stage`). Without CUDA the same code runs on the CPU.
 """
 
+from ..loading.decode_choice import GPUDecode
+from ..loading.executors import register_executor
 from .backends import BACKENDS, CPUDecoder, Decoder, NvImageCodecDecoder, TorchvisionDecoder, gpu_backend
 from .batch import EncodedBatch, EncodedCollate
-from .plan import Accepts, Planned, Planner
-from .route import GPUDecode, gpu_route
+from .executor import GPUExecutor, gpu_executor
+from .plan import Accepts, GPUSample, GPUSamples
 from .stage import GPUBatches
+
+register_executor("cuda", gpu_executor)
+register_executor("auto", gpu_executor)
 
 __all__ = [
     "BACKENDS", "Accepts", "CPUDecoder", "Decoder", "EncodedBatch", "EncodedCollate", "GPUBatches", "GPUDecode",
-    "NvImageCodecDecoder", "Planned", "Planner", "TorchvisionDecoder", "gpu_backend", "gpu_route",
+    "GPUExecutor", "GPUSample", "GPUSamples", "NvImageCodecDecoder", "TorchvisionDecoder", "gpu_backend", "gpu_executor",
 ]

@@ -15,12 +15,11 @@ from torch.utils.data import get_worker_info
 
 from ..errors import ConfigError
 from ..loading.collate import collate_targets
-from ..loading.keyed import KeyedDataset
 from ..order.generators import SampleKey
-from .plan import Planned
+from .plan import GPUSample
 from .resample import window
 
-__all__ = ["EncodedBatch", "EncodedCollate", "PlannedDataset"]
+__all__ = ["EncodedBatch", "EncodedCollate"]
 
 
 @dataclass
@@ -76,15 +75,6 @@ class EncodedBatch:
         return replace(self, **pinned)
 
 
-class PlannedDataset(KeyedDataset):
-    """:class:`KeyedDataset` that also returns each sample's key, which the
-    main process needs to run the CPU path for a sample the GPU rejects."""
-
-    def __getitem__(self, key: Any) -> Any:
-        image, target = super().__getitem__(key)
-        return image, target, key
-
-
 def _key_row(key: Any) -> tuple[int, int, int]:
     if isinstance(key, SampleKey):
         return int(key.index), int(key.seed), int(key.epoch)
@@ -98,14 +88,14 @@ def _bytes_buffer(total: int) -> torch.Tensor:
 
 
 class EncodedCollate:
-    """``collate_fn`` of ``decode="cuda"``: ``[(Planned, target, key), ...]`` -> :class:`EncodedBatch`.
+    """``collate_fn`` of ``decode="cuda"``: ``[GPUSample, ...]`` -> :class:`EncodedBatch`.
 
     Args:
         size: the output ``(height, width)`` every sample has.
 
     Raises:
-        ConfigError: items that are not planned samples (the dataset's
-            transform was replaced after ``make_loader``?).
+        ConfigError: items that are not :class:`GPUSample` (the dataset's
+            transform was replaced after ``make_loader``?), or of another size.
     """
 
     def __init__(self, size: tuple[int, int]) -> None:
@@ -114,31 +104,39 @@ class EncodedCollate:
     def __repr__(self) -> str:
         return f"EncodedCollate(size={self.size})"
 
-    def __call__(self, batch: Sequence[Any]) -> EncodedBatch:
+    def _checked(self, batch: Sequence[Any]) -> list[GPUSample]:
         if len(batch) == 0:
             raise ConfigError("decode='cuda' got an empty batch")
-        plans: list[Planned] = []
         for position, item in enumerate(batch):
-            if not (isinstance(item, tuple) and len(item) == 3 and isinstance(item[0], Planned)):
+            if not isinstance(item, GPUSample):
                 raise ConfigError(
                     f"decode='cuda': sample {position} is not a planned sample ({type(item).__name__}); "
                     "the dataset's transform must stay as make_loader found it"
                 )
-            plans.append(item[0])
-        gpu = [i for i, p in enumerate(plans) if p.pixels is None]
-        lengths = np.array([len(plans[i].data) for i in gpu], dtype=np.int64)  # type: ignore[arg-type]
+            size = tuple(item.plan.size) if item.plan is not None else tuple(item.pixels.shape[:2])  # type: ignore[union-attr]
+            if size != self.size:
+                raise ConfigError(
+                    f"decode='cuda': {item.name} is {size[0]}x{size[1]} after its transform, not "
+                    f"{self.size[0]}x{self.size[1]} like the rest of the batch"
+                )
+        return list(batch)
+
+    def __call__(self, batch: Sequence[Any]) -> EncodedBatch:
+        items = self._checked(batch)
+        gpu = [i for i, p in enumerate(items) if p.pixels is None]
+        lengths = np.array([len(items[i].data) for i in gpu], dtype=np.int64)  # type: ignore[arg-type]
         offsets = np.zeros(len(gpu) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         data = _bytes_buffer(int(offsets[-1]))
         view = data.numpy()
         for j, i in enumerate(gpu):
-            view[offsets[j] : offsets[j + 1]] = np.frombuffer(plans[i].data, dtype=np.uint8)  # type: ignore[arg-type]
-        sizes = np.array([plans[i].size for i in gpu], dtype=np.int64).reshape(-1, 2)
-        boxes = np.array([plans[i].box for i in gpu], dtype=np.float64).reshape(-1, 4)
-        ready_at = [i for i, p in enumerate(plans) if p.pixels is not None]
+            view[offsets[j] : offsets[j + 1]] = np.frombuffer(items[i].data, dtype=np.uint8)  # type: ignore[arg-type]
+        sizes = np.array([items[i].size for i in gpu], dtype=np.int64).reshape(-1, 2)
+        boxes = np.array([items[i].box for i in gpu], dtype=np.float64).reshape(-1, 4)
+        ready_at = [i for i, p in enumerate(items) if p.pixels is not None]
         ready = np.empty((len(ready_at), *self.size, 3), dtype=np.uint8)
         for j, i in enumerate(ready_at):
-            ready[j] = plans[i].pixels
+            ready[j] = items[i].pixels
         return EncodedBatch(
             data=data,
             offsets=torch.from_numpy(offsets),
@@ -146,11 +144,11 @@ class EncodedCollate:
             sizes=torch.from_numpy(sizes),
             boxes=torch.from_numpy(boxes),
             windows=torch.from_numpy(window(boxes, sizes, self.size)),
-            flips=torch.tensor([p.flip for p in plans], dtype=torch.bool),
-            drawn=torch.tensor([p.drawn for p in plans], dtype=torch.float64),
+            flips=torch.tensor([p.plan is not None and p.plan.flip for p in items], dtype=torch.bool),
+            drawn=torch.tensor([p.plan.box if p.plan is not None else p.box for p in items], dtype=torch.float64),
             ready=torch.from_numpy(ready),
             ready_at=torch.tensor(ready_at, dtype=torch.int64),
-            targets=collate_targets([item[1] for item in batch]),
-            keys=torch.tensor([_key_row(item[2]) for item in batch], dtype=torch.int64),
-            names=[p.name for p in plans],
+            targets=collate_targets([p.target for p in items]),
+            keys=torch.tensor([_key_row(p.key) for p in items], dtype=torch.int64),
+            names=[p.name for p in items],
         )

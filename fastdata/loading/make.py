@@ -13,12 +13,13 @@ from ..errors import ConfigError
 from ..order import seeds
 from ..order.generators import Seeding
 from ..order.ranks import Distributed, Place, from_distributed, resolve_place
-from .collate import FastCollate
+from .decode_choice import DecodeChoice
+from .executors import DecodeRequest, Executor, choose_executor
 from .keyed import KeyedDataset
 from .loader import Loader
 from .sampler import ShardedSampler
 from .seeding import WorkerSeeder
-from .settings import Prefetch, Workers, with_dataloader_keywords
+from .settings import Prefetch, Workers
 from .streamed import StreamFeed, is_stream
 from .threaded import ThreadedBatches
 
@@ -64,12 +65,8 @@ def make_loader(
     seeding: Seeding = "sample",
     drop_last: bool | None = None,
     distributed: Distributed | None = None,
-    decode: Any = "cpu",
-    num_workers: int | None = None,
-    pin_memory: bool | None = None,
-    persistent_workers: bool | None = None,
-    prefetch_factor: int | None = None,
-    multiprocessing_context: Any = None,
+    decode: DecodeChoice = "cpu",
+    **dataloader_keywords: Any,
 ) -> Loader:
     """A resumable, seeded, rank-sharded loader of ``(images, targets)`` batches.
 
@@ -109,11 +106,11 @@ def make_loader(
             when it can) or :class:`fastdata.gpu.GPUDecode` settings. With
             a GPU decode, ``kind="auto"`` workers are processes: they only
             parse headers and draw crops, which holds the GIL.
-        num_workers, pin_memory, persistent_workers, prefetch_factor, multiprocessing_context:
-            torch DataLoader's spellings, taken as they are for code moving
+        **dataloader_keywords: torch DataLoader's ``num_workers``,
+            ``pin_memory``, ``persistent_workers``, ``prefetch_factor``,
+            ``multiprocessing_context``, taken as they are for code moving
             from a DataLoader: they set the same-named :class:`Workers`
-            fields (``num``, ``pin_memory``, ``persistent``,
-            ``prefetch_factor``, ``context``) on ``workers``.
+            fields on ``workers`` (:meth:`Workers.of`).
 
     Raises:
         ConfigError: bad arguments, a distributed set-up that would repeat
@@ -123,62 +120,57 @@ def make_loader(
         raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
     if seeding not in ("sample", "worker"):
         raise ConfigError(f"seeding must be 'sample' or 'worker', got {seeding!r}")
-    settings = with_dataloader_keywords(workers, {
-        "num_workers": num_workers, "pin_memory": pin_memory, "persistent_workers": persistent_workers,
-        "prefetch_factor": prefetch_factor, "multiprocessing_context": multiprocessing_context,
-    })
+    settings = Workers.of(workers, **dataloader_keywords)
     place = _place(dataset, rank, world_size, distributed, train)
-    route = None
-    if decode != "cpu":
-        from ..gpu.route import gpu_route  # imported here: fastdata.gpu builds on this package
-
-        route = gpu_route(decode, dataset, prefetch=prefetch, collate_fn=collate_fn, seeding=seeding, rank=place.rank)
-    settings, described = settings.resolve(dataset, seeding, planning_only=route is not None)
+    executor = choose_executor(decode, DecodeRequest(dataset, prefetch, collate_fn, seeding, place.rank))
+    settings, described = settings.resolve(dataset, seeding, planning_only=executor.planning_only)
     if seed is None:
         seed = int(getattr(dataset, "seed", 0)) if is_stream(dataset) else 0
-    count, pinned = settings.count(), settings.pinned(prefetch)
     if settings.threads:
         _check_threads(dataset, seeding)
     if is_stream(dataset):
         order = StreamFeed(dataset, seed=seed, place=place, train=train, batch_size=batch_size, seeding=seeding)
-        data, sampler = order, None
+        feed, sampler = order, None
     else:
         order = sampler = ShardedSampler(len(dataset), seed=seed, rank=place.rank, world_size=place.world_size,
                                          train=train, keys=True)
-        data = KeyedDataset(dataset, seeding=seeding, rank=place.rank) if route is None else route.data
-    if route is not None:
-        collate_fn = route.collate
-    if collate_fn is None:
-        layout = prefetch.memory_format if prefetch is not None else torch.contiguous_format
-        collate_fn = FastCollate(memory_format=layout, pin_memory=pinned and (count == 0 or settings.threads))
+        feed = executor.feed(KeyedDataset(dataset, seeding=seeding, rank=place.rank))
     seeder = WorkerSeeder(seed, rank=place.rank)
-    generator = torch.Generator()
-    generator.manual_seed(seeds.global_seeds(seed)[2])  # torch's base seeds; the global RNG stays untouched
     drop = train if drop_last is None else bool(drop_last)
-    if settings.threads:
-        dataloader: DataLoader | ThreadedBatches = ThreadedBatches(
-            data, batch_size=batch_size, sampler=sampler, collate_fn=collate_fn, drop_last=drop, threads=count,
-            prefetch_factor=settings.prefetch_factor or 2, persistent=settings.persistent, pin=pinned,
-        )
-    else:
-        dataloader = DataLoader(
-            data,
-            batch_size=batch_size,
-            sampler=sampler,
-            collate_fn=collate_fn,
-            pin_memory=pinned,
-            drop_last=drop,
-            worker_init_fn=seeder if count > 0 else None,
-            generator=generator,
-            **settings.dataloader_options(),
-        )
-    if len(dataloader) == 0:
+    batches = _batches(executor, feed, sampler, settings, prefetch, batch_size=batch_size, drop_last=drop,
+                       seeder=seeder, seed=seed)
+    if len(batches) == 0:
         raise ConfigError(
             f"{order.length} samples over {place.world_size} rank(s) give this rank {len(order)}, not one full "
             f"batch of {batch_size}: pass drop_last=False or a smaller batch_size"
         )
-    if route is not None:
-        prefetcher = route.stage(dataloader, prefetch)  # GPUBatches: decodes, crops and normalises
-    else:
-        prefetcher = prefetch.wrap(dataloader) if prefetch is not None else None
-    return Loader(dataloader, order, seeder, prefetcher, dataset=dataset, seeding=seeding, workers=described)
+    stage = executor.stage(batches, prefetch)  # the prefetcher, or the GPU decode's GPUBatches
+    return Loader(batches, order, seeder, stage, dataset=dataset, seeding=seeding, workers=described)
+
+
+def _batches(executor: Executor, feed: Any, sampler: ShardedSampler | None, settings: Workers,
+             prefetch: Prefetch | None, *, batch_size: int, drop_last: bool, seeder: WorkerSeeder,
+             seed: int) -> DataLoader | ThreadedBatches:
+    """The workers: loader threads, or torch's DataLoader (processes or the main process)."""
+    count, pinned = settings.count(), settings.pinned(prefetch)
+    layout = prefetch.memory_format if prefetch is not None else torch.contiguous_format
+    collate = executor.collate(memory_format=layout, pin=pinned and (count == 0 or settings.threads))
+    if settings.threads:
+        return ThreadedBatches(
+            feed, batch_size=batch_size, sampler=sampler, collate_fn=collate, drop_last=drop_last, threads=count,
+            prefetch_factor=settings.prefetch_factor or 2, persistent=settings.persistent, pin=pinned,
+            batcher=executor.batches(feed, collate),
+        )
+    generator = torch.Generator()
+    generator.manual_seed(seeds.global_seeds(seed)[2])  # torch's base seeds; the global RNG stays untouched
+    return DataLoader(
+        feed,
+        batch_size=batch_size,
+        sampler=sampler,
+        collate_fn=collate,
+        pin_memory=pinned,
+        drop_last=drop_last,
+        worker_init_fn=seeder if count > 0 else None,
+        generator=generator,
+        **settings.dataloader_options(),
+    )

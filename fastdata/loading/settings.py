@@ -13,7 +13,7 @@ from ..errors import ConfigError
 from .prefetch import CUDAPrefetcher, per_channel
 
 __all__ = [
-    "DATALOADER_KEYWORDS", "IMAGENET_MEAN", "IMAGENET_STD", "Prefetch", "Workers", "unit_channels", "with_dataloader_keywords",
+    "DATALOADER_KEYWORDS", "IMAGENET_MEAN", "IMAGENET_STD", "Prefetch", "Workers", "unit_channels",
 ]
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -99,13 +99,30 @@ class Workers:
             raise ConfigError(f"Workers(prefetch_factor=...) must be >= 1, got {self.prefetch_factor}")
 
     @classmethod
-    def of(cls, value: Workers | int | None) -> Workers:
-        """``value`` as Workers: an int is a worker count, None the defaults."""
+    def of(cls, value: Workers | int | None = None, **dataloader_keywords: Any) -> Workers:
+        """``value`` as Workers (an int is a worker count, None the defaults),
+        with torch DataLoader's spellings that are not None set on it:
+        ``num_workers=2`` is ``num=2``, ``multiprocessing_context="spawn"`` is
+        ``context="spawn"``... (:data:`DATALOADER_KEYWORDS`).
+
+        Raises:
+            ConfigError: a keyword that ``value`` also sets differently.
+            TypeError: a keyword that is not one of DataLoader's worker settings.
+        """
+        unknown = sorted(set(dataloader_keywords) - set(DATALOADER_KEYWORDS))
+        if unknown:
+            raise TypeError(
+                f"make_loader() got an unexpected keyword argument {unknown[0]!r} (it takes torch DataLoader's "
+                f"{', '.join(DATALOADER_KEYWORDS)} besides its own)"
+            )
         if isinstance(value, Workers):
-            return value
-        if value is None or isinstance(value, int):
-            return cls(num=value)
-        raise ConfigError(f"workers must be an int or fastdata.Workers(...), got {type(value).__name__}")
+            base = value
+        elif value is None or isinstance(value, int):
+            base = cls(num=value)
+        else:
+            raise ConfigError(f"workers must be an int or fastdata.Workers(...), got {type(value).__name__}")
+        given = {k: v for k, v in dataloader_keywords.items() if v is not None}
+        return _with_keywords(base, value, given) if given else base
 
     @property
     def threads(self) -> bool:
@@ -164,26 +181,15 @@ DATALOADER_KEYWORDS = {
 }
 
 
-def with_dataloader_keywords(workers: Workers | int | None, keywords: dict[str, Any]) -> Workers:
-    """``workers`` as Workers, with the DataLoader keywords given to
-    ``make_loader`` (those not None) set on it: ``num_workers=2`` is
-    ``Workers(num=2)``, ``multiprocessing_context="spawn"`` is ``context="spawn"``...
-
-    Raises:
-        ConfigError: a keyword that ``workers=`` also sets differently.
-    """
-    given = {k: v for k, v in keywords.items() if v is not None}
-    base = Workers.of(workers)
-    if not given:
-        return base
-    if isinstance(workers, int) and "num_workers" in given and given["num_workers"] != workers:
-        raise ConfigError(f"workers={workers} and num_workers={given['num_workers']} disagree: pass one of them")
-    if isinstance(workers, Workers):
-        for key, value in given.items():
+def _with_keywords(base: Workers, value: Workers | int | None, given: dict[str, Any]) -> Workers:
+    if isinstance(value, int) and "num_workers" in given and given["num_workers"] != value:
+        raise ConfigError(f"workers={value} and num_workers={given['num_workers']} disagree: pass one of them")
+    if isinstance(value, Workers):
+        for key, v in given.items():
             field = DATALOADER_KEYWORDS[key]
-            if getattr(workers, field) != getattr(Workers(), field) and getattr(workers, field) != value:
+            if getattr(value, field) != getattr(Workers(), field) and getattr(value, field) != v:
                 raise ConfigError(
-                    f"{key}={value!r} and workers=Workers({field}={getattr(workers, field)!r}) disagree: pass one of them"
+                    f"{key}={v!r} and workers=Workers({field}={getattr(value, field)!r}) disagree: pass one of them"
                 )
     context = given.get("multiprocessing_context")
     if context is not None and not isinstance(context, str):  # a multiprocessing context object

@@ -13,8 +13,9 @@ Same contract as a DataLoader over the same sampler: each batch is
 ``collate_fn([dataset[key] for key in batch_keys])``, yielded in order; up
 to ``threads * prefetch_factor`` batches are built ahead. A sample's error
 is raised in the caller's thread with the sample's own traceback. Where
-that batch is made of fastdata's own pieces only, :mod:`.batched` builds
-the same batch with one C call for all its samples (``batch_path``).
+the loader's executor builds whole batches itself (the CPU executor's
+:class:`~fastdata.loading.batched.BatchedPlans`: one C call for all the
+samples of a batch of planned crops), ``batcher`` builds them instead.
 """
 
 from __future__ import annotations
@@ -29,8 +30,6 @@ import torch
 from torch.utils.data import BatchSampler, Sampler
 from torch.utils.data._utils.pin_memory import pin_memory
 
-from .batched import BatchBuilder
-
 __all__ = ["ThreadedBatches"]
 
 
@@ -42,21 +41,20 @@ class ThreadedBatches:
     ``len()``, ``dataset``, ``sampler``). With ``persistent`` the pool lives
     until :meth:`close`; otherwise each pass starts and stops its own. With
     ``pin`` (and CUDA) a batch that ``collate_fn`` did not put in pinned
-    memory is copied there, in the worker thread. ``batch_path`` (default
-    on) lets :class:`~fastdata.loading.batched.BatchBuilder` build the
-    batches it covers; False keeps every sample on ``dataset[key]`` (the
-    same batches, for comparison).
+    memory is copied there, in the worker thread. ``batcher(keys)``, when
+    given, builds each batch; ``batch_path = False`` sets it aside and keeps
+    every sample on ``dataset[key]`` (the same batches, for comparison).
     """
 
     def __init__(self, dataset: Any, *, batch_size: int, sampler: Sampler, collate_fn: Callable[[list[Any]], Any],
                  drop_last: bool, threads: int, prefetch_factor: int = 2, persistent: bool = True,
-                 pin: bool = False, batch_path: bool = True) -> None:
+                 pin: bool = False, batcher: Callable[[list[Any]], Any] | None = None) -> None:
         self.dataset, self.sampler, self.collate_fn = dataset, sampler, collate_fn
         self.batch_size, self.drop_last = int(batch_size), bool(drop_last)
         self.threads, self.prefetch_factor, self.persistent = int(threads), int(prefetch_factor), bool(persistent)
         self.pin = bool(pin) and torch.cuda.is_available()
-        self.batch_path = bool(batch_path)
-        self._batcher = BatchBuilder.of(dataset, collate_fn)
+        self.batch_path = True
+        self._batcher = batcher
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 

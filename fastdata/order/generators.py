@@ -74,6 +74,11 @@ def use(gen: np.random.Generator) -> Iterator[np.random.Generator]:
         _state.pid, _state.gen = previous
 
 
+def using(gen: np.random.Generator | None) -> contextlib.AbstractContextManager[Any]:
+    """:func:`use` ``gen`` inside the block; None keeps the generator in force."""
+    return use(gen) if gen is not None else contextlib.nullcontext()
+
+
 def seed_streams(py: int, np_seed: int, torch_seed: int, gen: np.random.Generator) -> None:
     """Seed ``random``, NumPy's legacy global state (32 bits), torch (63 bits;
     also every CUDA device, lazily) and install ``gen`` as fastdata's generator."""
@@ -142,13 +147,19 @@ class KeyScope:
             current = self._epoch = (pid, key.seed, key.epoch, gen)
         return current[3]
 
-    def sample_stream(self, key: SampleKey, streams: seeds.SampleStreams) -> int:
-        """What ``with self(key)`` does for ``seeding="sample"``, but setting
-        ``streams``' reusable generator to the key's stream instead of making
-        one (the caller has installed ``streams.generator`` with :func:`use`
-        and lets no one keep it); returns the int index."""
+    def enter_epoch(self, key: SampleKey) -> None:
+        """What ``with self(key)`` does first in a worker process: at a new
+        epoch's first key, reseed the worker's global streams (with ``reseed``).
+        Call it outside any :func:`use` block, which would undo it on exit."""
         if self.reseed:
             self._epoch_generator(key)
+
+    def sample_stream(self, key: SampleKey, streams: seeds.SampleStreams) -> int:
+        """What ``with self(key)`` does for ``seeding="sample"`` after
+        :meth:`enter_epoch`, but setting ``streams``' reusable generator to the
+        key's stream instead of making one (the caller has installed
+        ``streams.generator`` with :func:`use` and lets no one keep it);
+        returns the int index."""
         streams.at(key.seed, key.epoch, key.index)
         return int(key.index)
 

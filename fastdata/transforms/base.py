@@ -11,6 +11,7 @@ import numpy as np
 from ..decode import EncodedImage, ImageInfo, decode_region, decode_view, read_info
 from ..decode.native import decode_resized, note_pure_path, wants_native
 from ..decode.pillow_image import to_rgb_array
+from ..decode.plan import CropPlan
 from ..decode.scaling import snap_box
 from .resampling import hflip, resize
 
@@ -117,6 +118,15 @@ class Source:
         out = resize(pixels, size, box=snap_box(sub, pixels.shape[:2]) if snap else sub)
         return hflip(out) if flip else out
 
+    @property
+    def orientation(self) -> int:
+        """The EXIF orientation of encoded input (1 = upright); arrays are taken as they are."""
+        return self.info.orientation if self.info is not None else 1
+
+    def execute(self, plan: CropPlan) -> np.ndarray:
+        """The pixels ``plan`` asks for: the per-sample executor of a plan."""
+        return self.resized(plan.box, plan.size, min_size=plan.min_size, snap=plan.snap, flip=plan.flip)
+
     def full(self) -> np.ndarray:
         if self.encoded is None:
             return self.array  # type: ignore[return-value]
@@ -156,11 +166,20 @@ def as_size(size: Any, what: str = "size") -> tuple[int, int]:
 
 class Transform:
     """Base of fastdata's transforms: ``apply`` maps a :class:`Source` to HWC
-    uint8; ``__call__`` accepts any input kind and converts the output."""
+    uint8; ``__call__`` accepts any input kind and converts the output.
+
+    A transform whose whole work is one crop of the decoded image also answers
+    ``plan(height, width, orientation, generator) -> CropPlan | None`` (its
+    random draws, made from the header's upright size; None for an image it
+    must see whole, such as a centre crop that needs zero padding) and
+    ``output_size``, the ``(height, width)`` of every output (None when it
+    depends on the image). :func:`fastdata.transforms.planner_of` finds it.
+    """
 
     decode_aware = False
     output = "numpy"
     backend = "auto"
+    output_size: tuple[int, int] | None = None
 
     def apply(self, src: Source) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError

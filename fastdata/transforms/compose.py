@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from .. import rng
+from ..decode.plan import CropPlan
 from .base import Source, Transform, check_output, dct_min_size, to_output
 from .crop import CenterCrop, RandomResizedCrop
 from .flip import RandomHorizontalFlip
@@ -38,6 +40,10 @@ class Compose(Transform):
         self.decode_aware = bool(getattr(first, "decode_aware", False))
         self.backend = getattr(first, "backend", "auto")
         self.steps = _fuse(self.transforms)
+        if len(self.steps) == 1 and callable(getattr(self.steps[0], "plan", None)):
+            # a chain that is one crop plans as that crop does (fastdata.transforms.planner_of)
+            self.plan = self.steps[0].plan
+            self.output_size = self.steps[0].output_size
 
     def apply(self, src: Source) -> Any:
         x: Any = src
@@ -84,7 +90,13 @@ class _CropThenFlip(Transform):
 
     def __init__(self, crop: RandomResizedCrop, flip: RandomHorizontalFlip) -> None:
         self.crop, self.flip, self.backend = crop, flip, crop.backend
+        self.output_size = crop.size
+
+    def plan(self, height: int, width: int, orientation: int = 1,
+             generator: np.random.Generator | None = None) -> CropPlan:
+        with rng.using(generator):
+            box, flip = self.crop.get_params(height, width), self.flip.draw()
+        return CropPlan(box, self.crop.size, flip, dct_min_size(self.crop.size), True)
 
     def apply(self, src: Source) -> np.ndarray:
-        box = self.crop.get_params(src.height, src.width)
-        return src.resized(box, self.crop.size, min_size=dct_min_size(self.crop.size), snap=True, flip=self.flip.draw())
+        return src.execute(self.plan(src.height, src.width, src.orientation))

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .. import rng
+from ..decode.plan import CropPlan
 from .base import Source, Transform, as_size, check_output, dct_min_size
 
 Box = tuple[int, int, int, int]  # (top, left, height, width)
@@ -96,15 +97,27 @@ class RandomResizedCrop(Transform):
         self.output = check_output(output)
         self.backend = backend
 
+    @property
+    def output_size(self) -> tuple[int, int]:
+        return self.size
+
     def get_params(self, height: int, width: int) -> Box:
         """The box this call would crop from a ``height x width`` image."""
         return sample_resized_crop(height, width, self.scale, self.ratio, self.generator or rng.generator())
 
-    def apply(self, src: Source) -> np.ndarray:
+    def plan(self, height: int, width: int, orientation: int = 1,
+             generator: np.random.Generator | None = None) -> CropPlan:
+        """The crop of an upright ``height x width`` image (see
+        :class:`~fastdata.decode.plan.CropPlan`), drawn by :meth:`get_params`
+        (which subclasses may override) from ``generator``, else the current stream."""
         # At a DCT scale the box edges fall between decoded pixels; snapping them
         # (< 1 decoded pixel) keeps the fast resize and is just another random box.
-        box = self.get_params(src.height, src.width)
-        return src.resized(box, self.size, min_size=dct_min_size(self.size), snap=True)
+        with rng.using(generator):
+            box = self.get_params(height, width)
+        return CropPlan(box, self.size, False, dct_min_size(self.size), True)
+
+    def apply(self, src: Source) -> np.ndarray:
+        return src.execute(self.plan(src.height, src.width, src.orientation))
 
     def __repr__(self) -> str:
         return f"RandomResizedCrop(size={self.size}, scale={self.scale}, ratio={tuple(round(r, 4) for r in self.ratio)})"
@@ -143,11 +156,22 @@ class CenterCrop(Transform):
         self.output = check_output(output)
         self.backend = backend
 
-    def apply(self, src: Source) -> np.ndarray:
+    @property
+    def output_size(self) -> tuple[int, int]:
+        return self.size
+
+    def plan(self, height: int, width: int, orientation: int = 1,
+             generator: np.random.Generator | None = None) -> CropPlan | None:
+        """The central box at full scale; None when the image is smaller than
+        ``size`` on a side (zero padding needs the whole image). Draws nothing."""
         ch, cw = self.size
-        if ch <= src.height and cw <= src.width:
-            return src.resized(center_crop_box(src.height, src.width, self.size), self.size)
-        return center_crop_padded(src.full(), self.size)
+        if ch > height or cw > width:
+            return None
+        return CropPlan(center_crop_box(height, width, self.size), self.size)
+
+    def apply(self, src: Source) -> np.ndarray:
+        plan = self.plan(src.height, src.width, src.orientation)
+        return src.execute(plan) if plan is not None else center_crop_padded(src.full(), self.size)
 
     def __repr__(self) -> str:
         return f"CenterCrop(size={self.size})"

@@ -33,7 +33,7 @@ class RandomHorizontalFlip(Transform):
         self.backend = backend
 
     def draw(self) -> bool:
-        """Whether this sample is mirrored (one draw; Compose's fused crop+flip uses it too)."""
+        """Whether this sample is mirrored (one draw; Compose's fused crop+flip plans with it too)."""
         # Draw even when p is 0 or 1, so the stream does not depend on p.
         return bool((self.generator or rng.generator()).random() < self.p)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..decode.plan import CropPlan
 from .base import Source, Transform, as_size, check_output, dct_min_size
 from .crop import center_crop_box, center_crop_padded
 
@@ -17,6 +18,19 @@ def resized_size(height: int, width: int, size: int | tuple[int, int]) -> tuple[
     if width <= height:
         return int(size * height / width), int(size)
     return int(size), int(size * width / height)
+
+
+def resized_center_box(height: int, width: int, resize: int | tuple[int, int],
+                       crop: tuple[int, int]) -> tuple[float, float, float, float] | None:
+    """The source box that ``Resize(resize)`` then ``CenterCrop(crop)`` keep of a
+    ``height`` x ``width`` image, in source pixels; None when the crop needs zero padding."""
+    h2, w2 = resized_size(height, width, resize)
+    ch, cw = crop
+    if ch > h2 or cw > w2:
+        return None
+    top, left, _, _ = center_crop_box(h2, w2, crop)
+    sy, sx = height / h2, width / w2
+    return (top * sy, left * sx, ch * sy, cw * sx)
 
 
 class Resize(Transform):
@@ -35,9 +49,18 @@ class Resize(Transform):
         self.output = check_output(output)
         self.backend = backend
 
+    @property
+    def output_size(self) -> tuple[int, int] | None:
+        return None if isinstance(self.size, int) else self.size  # an int keeps each image's aspect
+
+    def plan(self, height: int, width: int, orientation: int = 1,
+             generator: np.random.Generator | None = None) -> CropPlan:
+        """The whole image, resampled exactly (draws nothing)."""
+        out = resized_size(height, width, self.size)
+        return CropPlan((0, 0, height, width), out, False, dct_min_size(out), False)
+
     def apply(self, src: Source) -> np.ndarray:
-        out = resized_size(src.height, src.width, self.size)
-        return src.resized((0, 0, src.height, src.width), out, min_size=dct_min_size(out), snap=False)
+        return src.execute(self.plan(src.height, src.width, src.orientation))
 
     def __repr__(self) -> str:
         return f"Resize(size={self.size})"
@@ -70,15 +93,24 @@ class ResizedCenterCrop(Transform):
         self.output = check_output(output)
         self.backend = backend
 
+    @property
+    def output_size(self) -> tuple[int, int]:
+        return self.crop_size
+
+    def plan(self, height: int, width: int, orientation: int = 1,
+             generator: np.random.Generator | None = None) -> CropPlan | None:
+        """The crop's box mapped back to the source; None when the crop is
+        larger than the resized image (zero padding). Draws nothing."""
+        box = resized_center_box(height, width, self.resize.size, self.crop_size)
+        if box is None:
+            return None
+        return CropPlan(box, self.crop_size, False, dct_min_size(self.crop_size), False)
+
     def apply(self, src: Source) -> np.ndarray:
-        h2, w2 = resized_size(src.height, src.width, self.resize.size)
-        ch, cw = self.crop_size
-        if ch > h2 or cw > w2:
+        plan = self.plan(src.height, src.width, src.orientation)
+        if plan is None:
             return center_crop_padded(self.resize.apply(src), self.crop_size)
-        top, left, _, _ = center_crop_box(h2, w2, self.crop_size)
-        sy, sx = src.height / h2, src.width / w2
-        box = (top * sy, left * sx, ch * sy, cw * sx)
-        return src.resized(box, self.crop_size, min_size=dct_min_size(self.crop_size), snap=False)
+        return src.execute(plan)
 
     def __repr__(self) -> str:
         return f"ResizedCenterCrop(resize_size={self.resize.size}, crop_size={self.crop_size})"

@@ -65,14 +65,16 @@ def calls(monkeypatch):
 
 
 @pytest.mark.parametrize("memory_format", [torch.contiguous_format, torch.channels_last], ids=["nchw", "nhwc"])
-@pytest.mark.parametrize("kind", ["train", "eval"])
+@pytest.mark.parametrize("kind", ["train", "eval", "resize", "center"])
 def test_the_batch_path_gives_the_per_sample_batches(tmp_path, photo_tree, edge_images, calls, kind, memory_format):
     files = _files(photo_tree, edge_images)
     root = _dataset(tmp_path / "ds", files)
-    if kind == "train":
-        tf = transforms.Compose([transforms.RandomResizedCrop(40), transforms.RandomHorizontalFlip()])
-    else:
-        tf = transforms.Compose([transforms.Resize(48), transforms.CenterCrop(40)])
+    tf = {  # every transform that answers plan(): the batch call executes the same plans
+        "train": transforms.Compose([transforms.RandomResizedCrop(40), transforms.RandomHorizontalFlip()]),
+        "eval": transforms.Compose([transforms.Resize(48), transforms.CenterCrop(40)]),
+        "resize": transforms.Resize((40, 40)),
+        "center": transforms.CenterCrop(40),
+    }[kind]
     (main, _), (threads, _) = _runs(root, tf, train=kind == "train", memory_format=memory_format)
     for epoch in range(2):
         assert len(main[epoch]) == len(threads[epoch]) == -(-len(files) // 5)
@@ -114,7 +116,8 @@ def test_a_corrupt_sample_raises_naming_its_record(tmp_path, photo_tree, edge_im
 def test_transforms_it_does_not_plan_keep_the_per_sample_path(tmp_path, photo_tree, edge_images):
     root = _dataset(tmp_path / "ds", _files(photo_tree, edge_images)[:4])
     for tf in (transforms.Compose([transforms.RandomResizedCrop(32), lambda a: a[::-1].copy()]),
-               transforms.Resize(40), transforms.RandomHorizontalFlip()):
+               transforms.Compose([transforms.Resize(40), transforms.RandomHorizontalFlip()]),
+               transforms.RandomHorizontalFlip()):
         ds = open_dataset(root, transform=tf)
         assert make_loader(ds, 2, workers=Workers(2, kind="threads")).dataloader._batcher is None
 

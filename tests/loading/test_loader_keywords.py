@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from fastdata import ConfigError, Workers, make_loader
-from fastdata.loading.settings import DATALOADER_KEYWORDS, with_dataloader_keywords
+from fastdata.loading.settings import DATALOADER_KEYWORDS
 
 from ._data import IndexImages
 
@@ -31,9 +31,14 @@ def test_every_keyword_maps_to_a_workers_field_and_a_context_object_is_taken():
     fields = set(Workers.__dataclass_fields__)
     assert set(DATALOADER_KEYWORDS.values()) <= fields
     ctx = multiprocessing.get_context("spawn")
-    assert with_dataloader_keywords(None, {"multiprocessing_context": ctx}).context == "spawn"
-    assert with_dataloader_keywords(4, {"num_workers": 4}).num == 4
-    assert with_dataloader_keywords(Workers(3), {"pin_memory": True}) == Workers(3, pin_memory=True)
+    assert Workers.of(None, multiprocessing_context=ctx).context == "spawn"
+    assert Workers.of(4, num_workers=4).num == 4
+    assert Workers.of(Workers(3), pin_memory=True) == Workers(3, pin_memory=True)
+
+
+def test_a_keyword_make_loader_does_not_take_is_a_type_error_naming_it():
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'shuffle' \(it takes torch DataLoader's num_workers"):
+        make_loader(IndexImages(8), 4, shuffle=True)
 
 
 @pytest.mark.parametrize(
