@@ -114,7 +114,7 @@ print(len(files))
 WRAPPED = r"""
 import json, os, resource, sys
 try:
-    from fastdata.converters import convert
+    from fastdata.converters.conversion import convert
     from fastdata.converters.cli import main
 except ImportError as exc:
     sys.exit(f"convert_scaling: cannot import fastdata.converters ({exc}); " + os.environ["CONVERT_SCALING_FIX"])

@@ -8,7 +8,7 @@ package, and what not importing the package saves a converter's start-up.
   functions timed in alternating order within each round; the ratio is
   taken per round, then the median.
 * ``start``: wall time of fresh interpreters, interleaved: ``pass``,
-  ``import crc32c``, ``import fastdata.converters.convert`` (which no longer
+  ``import crc32c``, ``import fastdata.converters.conversion.convert`` (which no longer
   imports the package), and the same plus ``import crc32c`` (what it paid
   before). Median of ``--starts`` runs each.
 * ``worker``: what a forked worker pays to ask for PR_SET_PDEATHSIG, timed
@@ -35,8 +35,8 @@ SIZES = {"111 KB": 111_000, "16 MiB": 16 << 20}
 STARTS = {
     "python -c pass": "pass",
     "import crc32c": "import crc32c",
-    "import fastdata.converters.convert": "import fastdata.converters.convert",
-    "  + import crc32c (as before)": "import fastdata.converters.convert, crc32c",
+    "import fastdata.converters.conversion.convert": "import fastdata.converters.conversion.convert",
+    "  + import crc32c (as before)": "import fastdata.converters.conversion.convert, crc32c",
 }
 
 

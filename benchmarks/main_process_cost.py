@@ -56,13 +56,16 @@ def load_base(rev: str) -> types.SimpleNamespace:
     pkg = types.ModuleType("fastdata_base_converters")
     pkg.__path__ = []
     sys.modules[pkg.__name__] = pkg
-    # the converter's other modules (parallel, forkpool, ...) are not timed here: the working tree's stand in
+    # the converter's other modules (parallel, forkpool, ...) are not timed here: the working tree's stand in,
+    # under the flat names the base's modules import them by (the working tree groups them in sub-packages)
     import fastdata.converters as current
 
-    for other in os.listdir(os.path.dirname(current.__file__)):
-        name = other[:-3]
-        if other.endswith(".py") and name not in ("scan", "plan", "convert", "__init__"):
-            sys.modules[f"{pkg.__name__}.{name}"] = __import__(f"fastdata.converters.{name}", fromlist=["_"])
+    here = Path(current.__file__).parent
+    for other in here.rglob("*.py"):
+        name = other.stem
+        if name not in ("scan", "plan", "convert", "__init__"):
+            dotted = ".".join(other.relative_to(here).with_suffix("").parts)
+            sys.modules[f"{pkg.__name__}.{name}"] = __import__(f"fastdata.converters.{dotted}", fromlist=["_"])
     mods = {}
     for name in ("scan", "plan", "convert"):  # each imports the ones before it
         mod = types.ModuleType(f"{pkg.__name__}.{name}")
@@ -70,13 +73,16 @@ def load_base(rev: str) -> types.SimpleNamespace:
         sys.modules[mod.__name__] = mod
         exec(compile(show(f"converters/{name}.py"), f"{rev}:converters/{name}.py", "exec"), mod.__dict__)
         mods[name] = mod
-    return types.SimpleNamespace(scan=mods["scan"], plan=mods["plan"], write_sources=mods["convert"]._write_sources)
+    return types.SimpleNamespace(scan=mods["scan"], plan=mods["plan"], write_sources=mods["convert"]._write_sources,
+                                 record=lambda: {"skipped": []})
 
 
 def load_new() -> types.SimpleNamespace:
-    from fastdata.converters import convert, plan, scan
+    from fastdata.converters.conversion import convert
+    from fastdata.converters.output.record import ShardRecord
+    from fastdata.converters.planning import plan, scan
 
-    return types.SimpleNamespace(scan=scan, plan=plan, write_sources=convert._write_sources)
+    return types.SimpleNamespace(scan=scan, plan=plan, write_sources=convert._write_sources, record=ShardRecord)
 
 
 def build_tiny(scratch: Path, count: int, classes: int = 100) -> Path:
@@ -117,7 +123,7 @@ def run_phases(impl: types.SimpleNamespace, src: Path, work: Path) -> dict[str, 
     t = time.perf_counter()
     back = impl.plan.Plan.load(work)
     took["load"] = time.perf_counter() - t
-    records = {s.key: {"skipped": []} for s in back.shards}
+    records = {s.key: impl.record() for s in back.shards}  # a shard's done record, as each implementation has it
     gc.collect()
     t = time.perf_counter()
     impl.write_sources(work, back, "", records)

@@ -32,7 +32,7 @@ DEFAULT_PHOTOS = HERE.parent.parent / "shared" / "data" / "photos" / "hymenopter
 
 
 def load(photos: Path) -> tuple[list[bytes], list[bytes]]:
-    from fastdata.converters.normalize import EncodeOptions, prepare
+    from fastdata.converters.conversion.normalize import EncodeOptions, prepare
 
     originals, marked = [], []
     for path in sorted(p for p in photos.rglob("*") if p.suffix.lower() in (".jpg", ".jpeg")):
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.rounds, args.generate = 1, 16
     try:
-        import fastdata.converters.normalize  # noqa: F401
+        import fastdata.converters.conversion.normalize  # noqa: F401
     except ImportError as exc:
         raise SystemExit(f"restart_marker_cost: cannot import fastdata.converters ({exc}); {IMPORT_FIX}") from None
     if hasattr(os, "sched_setaffinity"):

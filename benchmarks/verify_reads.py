@@ -47,7 +47,7 @@ for name, module in list(sys.modules.items()):
     if name.startswith("__editable___fastdata") and hasattr(module, "MAPPING"):
         module.MAPPING.update({"fastdata": str(checkout / "fastdata"), "fastdata.converters": str(checkout / "converters")})
 sys.path.insert(0, str(checkout))
-from fastdata.converters import verification
+from fastdata.converters.tools import verification
 assert Path(verification.__file__).resolve().is_relative_to(checkout.resolve()), verification.__file__
 
 def io():

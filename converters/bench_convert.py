@@ -45,9 +45,9 @@ def bench_convert(src: str, out: str, fmt: str, workers: int, resize: int | None
     does by default (restart markers where the compiled decoder is built;
     ``restart_markers=False`` is ``--passthrough``)."""
     # imported here: a bench run may end (or be interrupted) before its first conversion
-    from .convert import ConvertRequest, convert
-    from .pack import RunOptions
-    from .plan import PlanOptions
+    from .conversion.convert import ConvertRequest, convert
+    from .conversion.pack import RunOptions
+    from .planning.plan import PlanOptions
 
     if restart_markers is None:
         from fastdata.decode import native_available

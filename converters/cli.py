@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return remote_io.run(args)
         return args.handler(args)
     except FastDataError as exc:
-        from .scan import SkippedFile
+        from .planning.scan import SkippedFile
 
         if isinstance(exc, SkippedFile):  # only --on-error raise lets one escape
             return _error(f"{exc} (stopped by --on-error raise; the default --on-error skip lists such files and goes on)")
@@ -170,7 +170,7 @@ def _add_convert(sub) -> None:
     g.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary")
     # Test-only: sleep this long per image so a test can kill a run mid-way (see pack.RunOptions).
     g.add_argument("--test-delay", type=float, default=0.0, help=argparse.SUPPRESS)
-    # Test-only: cut shards into pieces this small (see converters/tail.py), so tiny test data exercises the joins.
+    # Test-only: cut shards into pieces this small (see converters/conversion/tail.py), so tiny test data exercises the joins.
     g.add_argument("--test-min-piece", type=int, default=None, help=argparse.SUPPRESS)
     p.set_defaults(handler=_run_convert)
 
@@ -202,11 +202,11 @@ def _restart_markers(asked: bool | None, quiet: bool) -> bool:
 
 
 def _run_convert(args: argparse.Namespace) -> int:
-    from .convert import ConvertRequest, convert
-    from .pack import RunOptions
-    from .parallel import available_cpus
-    from .plan import DEFAULT_SHARD_BYTES, PlanOptions
-    from .scan import DEFAULT_EXTENSIONS, normalize_extensions
+    from .conversion.convert import ConvertRequest, convert
+    from .conversion.pack import RunOptions
+    from .planning.plan import DEFAULT_SHARD_BYTES, PlanOptions
+    from .planning.scan import DEFAULT_EXTENSIONS, normalize_extensions
+    from .workers.parallel import available_cpus
 
     if args.list_file is not None:
         if len(args.paths) != 1:
@@ -279,7 +279,7 @@ def _add_merge(sub) -> None:
 
 
 def _run_merge(args: argparse.Namespace) -> int:
-    from .convert import merge
+    from .conversion.convert import merge
 
     return merge(args.out, allow_skips=args.allow_skips, quiet=args.quiet, fsync=args.fsync)
 
@@ -300,7 +300,7 @@ def _add_inspect(sub) -> None:
 
 
 def _run_inspect(args: argparse.Namespace) -> int:
-    from .inspection import run
+    from .tools.inspection import run
 
     return run(args.path, as_json=args.json, records=args.records)
 
@@ -326,8 +326,8 @@ def _add_verify(sub) -> None:
 
 
 def _run_verify(args: argparse.Namespace) -> int:
-    from .parallel import available_cpus
-    from .verification import run
+    from .workers.parallel import available_cpus
+    from .tools.verification import run
 
     workers = args.workers if args.workers is not None else available_cpus()
     if workers < 1:
@@ -354,7 +354,7 @@ def _add_index(sub) -> None:
 
 
 def _run_index(args: argparse.Namespace) -> int:
-    from .indexing import run
+    from .tools.indexing import run
 
     return run(args.files, force=args.force, sums=args.checksums)
 

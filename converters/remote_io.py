@@ -28,7 +28,7 @@ from fastdata.remote.mirror import data_object, default_cache_dir
 from fastdata.remote.store import Store
 from fastdata.remote.urls import cache_key, is_url, protocol, scrub_url
 
-from . import state
+from .output import state
 
 _WRITABLE_NOT = ("http", "https")
 _COMMANDS = ("inspect", "verify", "index")
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         local = Path(tmp) / "d"
         if args.command == "inspect":
             _materialize(store, local, records=args.records)
-            from .inspection import run as command
+            from .tools.inspection import run as command
 
             kwargs = {"as_json": args.json, "records": args.records}
         else:
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
                 if not exc.damaged:
                     raise
                 return _damaged_manifest(exc, scrub_url(store.url))  # damage found, as for a local dataset: exit 1
-            from .verification import run as command
+            from .tools.verification import run as command
 
             kwargs = {"decode": args.decode, "quiet": args.quiet}
         out, err = io.StringIO(), io.StringIO()
@@ -134,7 +134,7 @@ def _stand_in(path: Path, size: int) -> None:
 
 def index(files: list[str], *, force: bool) -> int:
     """Build the index of each remote ``.rec`` / ``.tfrecord`` and upload it beside the file."""
-    from .indexing import index_file
+    from .tools.indexing import index_file
 
     failed = 0
     for url in files:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 from fastdata.converters import cli
-from fastdata.converters.probe import shard_opener
+from fastdata.converters.tools.probe import shard_opener
 from PIL import Image
 
 from fastdata.formats.manifest import Manifest

@@ -103,7 +103,7 @@ def test_output_is_identical_for_any_worker_count(edge_images, tmp_path, capsys,
 def test_shards_cut_into_pieces_join_to_the_same_bytes(edge_images, tmp_path, capsys, monkeypatch, fmt):
     """Three workers, two shards: the formats that can join cut shards into pieces (pieces of any
     size: --test-min-piece 1), some with every image skipped, and the output stays the same."""
-    from fastdata.converters import tail
+    from fastdata.converters.conversion import tail
 
     cut: list[tuple[str, int, int]] = []
     real = tail.Tail.take
@@ -130,8 +130,8 @@ def test_shards_cut_into_pieces_join_to_the_same_bytes(edge_images, tmp_path, ca
 
 
 def _shards_of(counts, size=1 << 20):
-    from fastdata.converters.plan import ShardPlan
-    from fastdata.converters.scan import SourceItem
+    from fastdata.converters.planning.plan import ShardPlan
+    from fastdata.converters.planning.scan import SourceItem
 
     return [
         ShardPlan("", g, f"shard-{g:05d}.rec", [SourceItem(f"/x/{g}/{i}", f"{g}/{i}", 0, size) for i in range(n)],
@@ -144,7 +144,7 @@ def _simulate(shards, workers, slower=None):
     """Tasks as write_shards hands them out to workers that write a byte a second, but
     for the whole shards in ``slower`` (index -> how many times longer they take, which no
     plan made ahead can know): returns the tasks, who ran each, and when each worker is done."""
-    from fastdata.converters.tail import Tail, Task, tail_start
+    from fastdata.converters.conversion.tail import Tail, Task, tail_start
 
     cut = tail_start(shards, workers, True)
     free = [0.0] * workers
@@ -167,7 +167,7 @@ def _simulate(shards, workers, slower=None):
 
 
 def test_the_tail_is_cut_where_workers_come_free():
-    from fastdata.converters.tail import tail_start
+    from fastdata.converters.conversion.tail import tail_start
 
     mib = 1 << 20
     shards = _shards_of([64, 64, 64, 64, 64, 64, 31])
@@ -295,7 +295,7 @@ def test_fastdata_datasets_return_class_to_idx_labels(small_folder, tmp_path, ca
 def test_progress_bar_only_on_a_terminal():
     import io
 
-    from fastdata.converters.report import Progress
+    from fastdata.converters.conversion.report import Progress
 
     class Terminal(io.StringIO):
         def isatty(self):
@@ -334,7 +334,7 @@ def test_label_vectors_go_only_into_formats_that_declare_them(small_folder, tmp_
 def test_spawned_workers_write_the_same_bytes(edge_images, tmp_path, capsys, monkeypatch):
     """Forked workers inherit the shards their tasks name; spawned ones (another thread was running)
     get a pickled copy at start-up: same output, pieces included."""
-    from fastdata.converters import parallel
+    from fastdata.converters.workers import parallel
 
     src = edge_images
     common = ["--format", "recordio", "--shards", "3", "-q", "--test-min-piece", "1"]

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 from convkit import jpeg, make_folder, read_back, run_cli, tree
-from fastdata.converters import work
+from fastdata.converters.conversion import work
 
 from fastdata.formats import tfrecord
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import signal
 import time
 
 import pytest
 from convkit import make_folder, run_cli, tree
-from fastdata.converters.forkpool import ForkPool, WorkerDied
+from fastdata.converters.workers.forkpool import ForkPool
+from fastdata.converters.workers.parallel import SpawnPool
+from fastdata.converters.workers.pool import Pool, WorkerDied
 from fastdata.errors import FastDataError
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the fork pool needs os.fork")
@@ -120,16 +123,26 @@ def test_an_answer_that_cannot_be_pickled_says_so():
             _drain(pool, [token])[token].result()
 
 
+@pytest.mark.parametrize("pool_class", [ForkPool, SpawnPool])
+def test_both_pools_have_what_the_pool_protocol_promises(pool_class):
+    """The conversion and the scan are written against workers/pool.py's Pool, not either pool."""
+    names = [name for name in vars(Pool) if not name.startswith("_")] + ["__enter__", "__exit__"]
+    assert {"submit", "completed"} <= set(names)
+    for name in names:
+        ours = inspect.signature(getattr(pool_class, name)).parameters
+        assert list(ours) == list(inspect.signature(getattr(Pool, name)).parameters), f"{pool_class.__name__}.{name}"
+
+
 def _killing_write(job, report=None):
     if job.ref is not None and job.ref[0] == 1:
         os.kill(os.getpid(), signal.SIGKILL)
-    from fastdata.converters.work import write_shard_job
+    from fastdata.converters.conversion.work import write_shard_job
 
     return write_shard_job(job, report)
 
 
 def test_a_conversion_whose_worker_dies_says_how_and_resumes_to_the_same_bytes(tmp_path, capsys, monkeypatch):
-    from fastdata.converters import pack
+    from fastdata.converters.conversion import pack
 
     make_folder(tmp_path / "src", {"a": 6, "b": 6})
     common = ["--format", "recordio", "--shards", "3", "--no-shuffle", "--passthrough", "-q"]

@@ -13,9 +13,9 @@ import pytest
 from convkit import jpeg, make_folder, read_back, run_cli
 from fastdata.converters import jpeg_check
 from fastdata.converters.jpeg_check import passthrough_size
-from fastdata.converters.normalize import EncodeOptions, prepare
-from fastdata.converters.parallel import ordered_map
-from fastdata.converters.scan import SkippedFile
+from fastdata.converters.conversion.normalize import EncodeOptions, prepare
+from fastdata.converters.planning.scan import SkippedFile
+from fastdata.converters.workers.parallel import ordered_map
 from PIL import Image
 
 DECODE = EncodeOptions(verify_decode=True)

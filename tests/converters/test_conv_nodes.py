@@ -57,17 +57,34 @@ def test_a_late_node_with_other_settings_is_refused(tmp_path, capsys):
     assert code == 2 and "other settings" in err
 
 
-def test_converter_modules_import_no_cycle():
+#: converters/'s sub-packages, each importing only from those before it and from :data:`LEAVES`.
+LAYERS = ("workers", "planning", "output", "conversion", "tools")
+#: Top-level modules that import nothing of the converters: every sub-package may use them.
+LEAVES = {"exits", "units", "jpeg_check"}
+
+
+def _converter_imports() -> dict[str, set[str]]:
+    """Each module of converters/, dotted from there (``conversion.pack``; a package by its
+    ``__init__``), and the modules of converters/ it imports, however spelled relatively."""
+    files = {}
+    for path in sorted(CONVERTERS.rglob("*.py")):
+        parts = path.relative_to(CONVERTERS).with_suffix("").parts
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = (path, list(parts[:-1]))
     graph = {}
-    for path in CONVERTERS.glob("*.py"):
+    for name, (path, package) in files.items():
         deps = set()
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
-                if node.module:
-                    deps.add(node.module.split(".")[0])
-                else:
-                    deps.update(a.name for a in node.names)
-        graph[path.stem] = deps
+            if isinstance(node, ast.ImportFrom) and node.level:
+                target = [*package[: len(package) - node.level + 1], *(node.module.split(".") if node.module else [])]
+                found = [".".join(target)] + [".".join([*target, alias.name]) for alias in node.names]
+                deps.update(d for d in found if d in files and d != name)
+        graph[name] = deps
+    return graph
+
+
+def test_converter_modules_import_no_cycle_and_their_packages_flow_one_way():
+    graph = _converter_imports()
+    assert {"conversion.pack", "workers.pool", "output.record"} <= set(graph)  # the walk found the code
 
     def reaches(start: str, goal: str, seen: set) -> bool:
         for dep in graph.get(start, ()):
@@ -76,7 +93,22 @@ def test_converter_modules_import_no_cycle():
         return False
 
     assert [m for m in sorted(graph) if reaches(m, m, set())] == []
+    against = {
+        f"{module} imports {dep}"
+        for module, deps in graph.items() if module.split(".")[0] in LAYERS
+        for dep in deps
+        if (LAYERS.index(dep.split(".")[0]) > LAYERS.index(module.split(".")[0])
+            if dep.split(".")[0] in LAYERS else dep not in LEAVES)
+    }
+    assert not against, f"a sub-package imports one after it in LAYERS, or a top-level module that is not a leaf: {against}"
     assert "importlib.import_module" not in (CONVERTERS / "cli.py").read_text()
+
+
+def test_each_package_init_is_only_its_docstring():
+    """A spawned worker imports conversion/work.py through every __init__ above it: they cost nothing."""
+    for init in sorted(CONVERTERS.rglob("__init__.py")):
+        body = ast.parse(init.read_text()).body
+        assert len(body) == 1 and isinstance(body[0].value, ast.Constant) and body[0].value.value.strip(), init
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
@@ -84,7 +116,7 @@ def test_a_pass_through_imports_neither_pillow_nor_multiprocessing(tmp_path, wor
     """Pillow (~11 ms) is for images the structural check does not vouch for, and
     multiprocessing with concurrent.futures (~20 ms) for spawned workers: a
     pass-through of good JPEGs pays neither at start-up (forked workers come
-    from converters/forkpool.py)."""
+    from converters/workers/forkpool.py)."""
     make_folder(tmp_path / "src", {"a": 2, "b": 1})
     code = (
         "import sys; from fastdata.converters.cli import main; "

@@ -7,8 +7,8 @@ import io
 import numpy as np
 import pytest
 from convkit import jpeg, rgb
-from fastdata.converters.normalize import BACKGROUND, EncodeOptions, prepare
-from fastdata.converters.scan import SkippedFile
+from fastdata.converters.conversion.normalize import BACKGROUND, EncodeOptions, prepare
+from fastdata.converters.planning.scan import SkippedFile
 from PIL import Image
 
 

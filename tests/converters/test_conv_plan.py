@@ -6,8 +6,8 @@ import dataclasses
 import json
 
 import pytest
-from fastdata.converters.plan import PLAN_VERSION, Plan, PlanOptions, make_plan
-from fastdata.converters.scan import ScanResult, SourceItem
+from fastdata.converters.planning.plan import PLAN_VERSION, Plan, PlanOptions, make_plan
+from fastdata.converters.planning.scan import ScanResult, SourceItem
 
 from fastdata.errors import ConfigError, ManifestError
 

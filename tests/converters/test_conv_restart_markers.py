@@ -9,7 +9,7 @@ import io
 import numpy as np
 import pytest
 from convkit import make_folder, read_back, rgb, run_cli
-from fastdata.converters.normalize import EncodeOptions, prepare
+from fastdata.converters.conversion.normalize import EncodeOptions, prepare
 from fastdata.decode import native
 from PIL import Image
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 from convkit import jpeg, make_folder, run_cli, tree
-from fastdata.converters import state as conv_state
-from fastdata.converters.plan import Plan, PlanOptions, make_plan
-from fastdata.converters.scan import ScanResult, SourceItem
-from fastdata.converters.state import STATE_DIR
+from fastdata.converters.output import state as conv_state
+from fastdata.converters.output.state import STATE_DIR
+from fastdata.converters.planning.plan import Plan, PlanOptions, make_plan
+from fastdata.converters.planning.scan import ScanResult, SourceItem
 from fastdata.formats import registry
 
 FORMATS = registry.names()

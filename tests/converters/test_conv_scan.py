@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from fastdata.converters.scan import (
+from fastdata.converters.planning.scan import (
     DEFAULT_EXTENSIONS,
     normalize_extensions,
     scan_folder,
@@ -183,7 +183,7 @@ def test_a_file_whose_first_stat_fails_is_kept_when_it_is_there_after_all(tmp_pa
 def test_the_garbage_collector_is_paused_only_while_items_are_made(tmp_path):
     import gc
 
-    from fastdata.converters.scan import without_gc
+    from fastdata.converters.planning.scan import without_gc
 
     _touch(tmp_path / "a" / "1.jpg")
     assert gc.isenabled()
@@ -224,7 +224,8 @@ def _scanned(root, **kwargs):
 def test_stat_workers_give_the_same_scan(tmp_path, monkeypatch):
     """A large folder's stats spread over forked workers (here: any folder, in slices of 3 files)
     give the same items, skips and ignored files, in the same order, as the scan alone."""
-    from fastdata.converters import forkpool, scan
+    from fastdata.converters.planning import scan
+    from fastdata.converters.workers import forkpool
 
     _mixed_tree(tmp_path)
     alone = _scanned(tmp_path)
@@ -248,7 +249,7 @@ def _stat_slice_then_die(d, start, stop):
 
 
 def test_a_stat_worker_killed_by_the_os_leaves_the_scan_to_do_it(tmp_path, monkeypatch):
-    from fastdata.converters import scan
+    from fastdata.converters.planning import scan
 
     _mixed_tree(tmp_path)
     alone = _scanned(tmp_path)

@@ -8,9 +8,10 @@ import os
 
 import pytest
 from convkit import jpeg, make_folder, manifest_json, run_cli
-from fastdata.converters.convert import SOURCES_FILE, _write_sources
-from fastdata.converters.plan import PlanOptions, make_plan
-from fastdata.converters.scan import ScanResult, SourceItem
+from fastdata.converters.conversion.convert import SOURCES_FILE, _write_sources
+from fastdata.converters.output.record import ShardRecord
+from fastdata.converters.planning.plan import PlanOptions, make_plan
+from fastdata.converters.planning.scan import ScanResult, SourceItem
 from PIL import Image
 
 from fastdata.datasets import open_dataset
@@ -86,7 +87,7 @@ def _sources_one_line_at_a_time(root: str, plan, split: str, records: dict) -> s
     for shard in plan.shards:
         if shard.split != split:
             continue
-        skipped = {path for path, _ in records[shard.key]["skipped"]}
+        skipped = {path for path, _ in records[shard.key].skipped}
         for item in shard.items:
             if item.path not in skipped:
                 path = os.path.join(root, item.rel.replace("/", os.sep))
@@ -103,9 +104,9 @@ def test_sources_file_matches_the_line_by_line_rule(tmp_path, root):
     items = [SourceItem(os.path.join(root, r), r, k % 2, 10 + k) for k, r in enumerate(rels)]
     scan = ScanResult(root=root, classes=["a", "b"], items=items)
     plan = make_plan(scan, PlanOptions(format="recordio", shards=3, val_fraction=0.3), {"root": root})
-    records = {s.key: {"skipped": []} for s in plan.shards}
+    records = {s.key: ShardRecord() for s in plan.shards}
     gone = next(s for s in plan.shards if any(it.rel == "b/gone.jpg" for it in s.items))
-    records[gone.key]["skipped"] = [(os.path.join(root, "b/gone.jpg"), "not a JPEG")]
+    records[gone.key].skipped = [(os.path.join(root, "b/gone.jpg"), "not a JPEG")]
     for split in plan.splits:
         directory = tmp_path / (split or "all") / root.strip("/").replace("/", "_")
         directory.mkdir(parents=True)
@@ -115,10 +116,10 @@ def test_sources_file_matches_the_line_by_line_rule(tmp_path, root):
     lst = make_plan(ScanResult(root=root, classes=["0"], items=[SourceItem("/abs/y.jpg", "/abs/y.jpg", 0, 3),
                                                                SourceItem(root + "/z.jpg", "z.jpg", 0, 3)]),
                     PlanOptions(format="recordio", shuffle=False), {"root": root})
-    recs = {s.key: {"skipped": []} for s in lst.shards}
+    recs = {s.key: ShardRecord() for s in lst.shards}
     _write_sources(tmp_path, lst, "", recs)
     assert (tmp_path / SOURCES_FILE).read_text() == _sources_one_line_at_a_time(root, lst, "", recs)
-    everything_skipped = {s.key: {"skipped": [(it.path, "x") for it in s.items]} for s in lst.shards}
+    everything_skipped = {s.key: ShardRecord(skipped=[(it.path, "x") for it in s.items]) for s in lst.shards}
     _write_sources(tmp_path, lst, "", everything_skipped)
     assert (tmp_path / SOURCES_FILE).read_text() == "" == _sources_one_line_at_a_time(root, lst, "", everything_skipped)
 
@@ -128,7 +129,7 @@ def test_each_shards_sources_are_made_as_it_is_recorded(tmp_path, capsys, monkey
     """The finish only joins the shards' lines, made by the workers that wrote them (a shard
     written in pieces: its pieces' lines in order), and they are the lines the finish would
     have made itself."""
-    from fastdata.converters import convert
+    from fastdata.converters.conversion import convert
 
     made = {}
     real = convert._write_sources

@@ -160,7 +160,7 @@ def read_all(path: Path) -> list:
 
 def verify_rc(path: Path) -> int:
     """``fastdata verify --decode``'s exit status (2 for an error, as the CLI)."""
-    from fastdata.converters.verification import run
+    from fastdata.converters.tools.verification import run
     from fastdata.errors import FastDataError
 
     try:
@@ -275,7 +275,7 @@ def fuzz(fmt: str, mutants: int, seed: int, scratch: Path, base: Path | None = N
 
 def foreign(scratch: Path, shared: Path, mutants: int, seed: int, log=None) -> list[dict]:
     """Payload flips in foreign RecordIO/LMDB files after ``fastdata index --checksums``."""
-    from fastdata.converters.indexing import checksum_file
+    from fastdata.converters.tools.indexing import checksum_file
     from fastdata.formats import checksums
 
     out = []
@@ -349,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shared", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "data")
     args = parser.parse_args(argv)
     import fastdata  # noqa: F401 - imported once, before the children fork
-    import fastdata.converters.verification  # noqa: F401
+    import fastdata.converters.tools.verification  # noqa: F401
 
     results: dict = {"formats": [], "foreign": []}
     with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as tmp:

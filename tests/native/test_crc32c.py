@@ -155,7 +155,7 @@ def test_a_converter_starts_without_the_package_or_importlib_metadata():
     bare = _run("import sys, json; print(json.dumps(sorted(sys.modules)))")
     loaded = set(_run(
         "import sys, json\n"
-        "import fastdata.converters.convert, fastdata.converters.cli\n"
+        "import fastdata.converters.conversion.convert, fastdata.converters.cli\n"
         "from fastdata.formats import checksums, registry\n"
         "from fastdata.formats.recordio import writer as rw\n"
         "from fastdata.formats.tfrecord import writer as tw\n"

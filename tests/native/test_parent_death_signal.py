@@ -55,7 +55,7 @@ def test_set_and_read_back():
 def test_die_with_parent_uses_the_compiled_helper():
     got = _run(
         "import json, sys\n"
-        "from fastdata.converters.parallel import _die_with_parent\n"
+        "from fastdata.converters.workers.parallel import _die_with_parent\n"
         "from fastdata.formats._speedups import parent_death_signal\n"
         "before = 'ctypes' in sys.modules\n"
         "_die_with_parent()\n"
@@ -71,7 +71,7 @@ def test_die_with_parent_without_the_extension_uses_ctypes():
     got = _run(
         "import json, sys\n" + _READ_WITH_CTYPES +
         "sys.modules['fastdata.formats._speedups'] = None  # as in an install built without a compiler\n"
-        "from fastdata.converters.parallel import _die_with_parent\n"
+        "from fastdata.converters.workers.parallel import _die_with_parent\n"
         "_die_with_parent()\n"
         "print(json.dumps({'sig': pdeathsig()}))"
     )

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 from fastdata.errors import FastDataError, FormatError
 from fastdata.formats import SampleReader
 
-from .parallel import ordered_map
+from ..workers.parallel import ordered_map
 from .probe import close_reader
 
 CHUNK = 32  # records per task: enough to amortise a round trip, small enough to balance

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from .plan import ShardPlan
-from .scan import ITEM_SIZE
+from ..planning.plan import ShardPlan
+from ..planning.scan import ITEM_SIZE
 
 #: Smallest piece a shard is cut into: below it, a task's start and its share of the join cost more than the balance buys.
 MIN_PIECE_BYTES = 4 << 20

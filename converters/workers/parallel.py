@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .pool import Outcome, Pool, WorkerDied
+
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
 
@@ -160,10 +162,9 @@ def ordered_map(
 
 
 class SpawnPool:
-    """A pool of spawned processes (``ProcessPoolExecutor``) with the interface
-    of :class:`.forkpool.ForkPool`: workers that ignore SIGINT and die with
-    this process, tasks named by tokens, an optional progress channel
-    (:meth:`reports`). Leaving the ``with`` block by an exception (Ctrl-C
+    """A :class:`.pool.Pool` of spawned processes (``ProcessPoolExecutor``):
+    workers that ignore SIGINT and die with this process, tasks named by
+    tokens, an optional progress channel (:meth:`reports`). Leaving the ``with`` block by an exception (Ctrl-C
     included) kills the workers at once instead of waiting for their tasks,
     which may each be a whole shard: whatever they leave under partial names
     is discarded by ``--resume``."""
@@ -196,8 +197,8 @@ class SpawnPool:
     def started(self, token: int) -> float | None:
         return self._submitted.get(token)
 
-    def completed(self, timeout: float | None = None) -> list[tuple[int, Any]]:
-        """The tasks that finished, as ``(token, outcome)`` (a :class:`.forkpool.Outcome`),
+    def completed(self, timeout: float | None = None) -> list[tuple[int, Outcome]]:
+        """The tasks that finished, as ``(token, outcome)``,
         waiting up to ``timeout`` seconds for the first.
 
         Raises:
@@ -205,8 +206,6 @@ class SpawnPool:
         """
         from concurrent.futures import FIRST_COMPLETED, wait
         from concurrent.futures.process import BrokenProcessPool
-
-        from .forkpool import Outcome, WorkerDied
 
         if not self._futures:
             return []
@@ -244,7 +243,7 @@ class SpawnPool:
             self._queue.close()
 
 
-def worker_pool(workers: int, init: Callable[..., None], *, report: bool = False, args: tuple = ()):
+def worker_pool(workers: int, init: Callable[..., None], *, report: bool = False, args: tuple = ()) -> Pool:
     """A pool of ``workers`` processes that each run ``init(channel, *args)`` once
     (``channel``: the progress channel when ``report``, else None): a
     :class:`.forkpool.ForkPool` while this process may fork (see

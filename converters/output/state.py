@@ -1,7 +1,8 @@
 """What an output directory holds between runs: finished, unfinished, or not ours.
 
 An unfinished conversion is ``OUT/.fastdata-plan.json`` plus one small JSON
-record per finished shard in ``OUT/.fastdata-state/``. A shard counts as
+record per finished shard in ``OUT/.fastdata-state/`` (a
+:class:`.record.ShardRecord`). A shard counts as
 done only when both its record and its final-named file exist, and the
 record is written after the shard file is renamed into place; anything
 under a ``.partial`` name is discarded on resume. The manifest(s) are written
@@ -22,15 +23,16 @@ import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from fastdata.errors import ConfigError, ManifestError
 from fastdata.formats import checksums
 from fastdata.formats._atomic import PARTIAL_SUFFIX, remove, write_text_atomic
 from fastdata.formats.manifest import MANIFEST_NAME, Manifest
 from fastdata.formats.dataset_writer import written_files
+from fastdata.formats.sample import ShardInfo
 
-from .plan import PLAN_NAME, Plan, ShardPlan
+from ..planning.plan import PLAN_NAME, Plan, ShardPlan
+from .record import ShardRecord
 
 STATE_DIR = ".fastdata-state"
 LOCK_NAME = ".fastdata-finalize.lock"
@@ -163,14 +165,14 @@ def record_path(out: str | os.PathLike[str], shard: ShardPlan) -> Path:
     return Path(out) / STATE_DIR / f"{shard.key}.json"
 
 
-def write_record(out: str | os.PathLike[str], shard: ShardPlan, record: dict[str, Any]) -> None:
+def write_record(out: str | os.PathLike[str], shard: ShardPlan, record: ShardRecord) -> None:
     """Mark ``shard`` done (call after its file has its final name)."""
     path = record_path(out, shard)
     path.parent.mkdir(exist_ok=True)
-    write_text_atomic(path, json.dumps(record, sort_keys=True, ensure_ascii=True) + "\n")
+    write_text_atomic(path, json.dumps(record.to_json(), sort_keys=True, ensure_ascii=True) + "\n")
 
 
-def read_record(out: str | os.PathLike[str], plan: Plan, shard: ShardPlan, *, check: bool = False) -> dict[str, Any] | None:
+def read_record(out: str | os.PathLike[str], plan: Plan, shard: ShardPlan, *, check: bool = False) -> ShardRecord | None:
     """The shard's record when the shard is done, else None.
 
     ``check`` also reads the shard's files back and requires the size and
@@ -181,35 +183,34 @@ def read_record(out: str | os.PathLike[str], plan: Plan, shard: ShardPlan, *, ch
     if not path.is_file():
         return None
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record = ShardRecord.from_json(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError):
-        return None  # torn or unreadable: the shard is simply redone
-    info = record.get("info") if isinstance(record, dict) else None
-    if info is None:
-        return record if isinstance(record, dict) and "info" in record else None
+        return None  # torn, unreadable or not a record: the shard is simply redone
+    if record.info is None:
+        return record
     directory = plan.split_dir(out, shard.split)
     if not (directory / shard.file).exists():
         return None
-    if check and not _intact(directory, info):
+    if check and not _intact(directory, record.info):
         return None
     return record
 
 
-def _intact(directory: Path, info: dict[str, Any]) -> bool:
+def _intact(directory: Path, info: ShardInfo) -> bool:
     """Whether the shard's files still have the size and digests its record holds."""
-    digests = info.get("digests") or {}
+    digests = info.digests or {}
     if not digests:  # a record from before digests: its shard was fsynced when it was written
         return True
-    data = next((name for name in digests if name == info.get("file") or name.startswith(f"{info.get('file')}/")), None)
+    data = next((name for name in digests if name == info.file or name.startswith(f"{info.file}/")), None)
     try:
-        if data is not None and (directory / data).stat().st_size != info.get("bytes"):
+        if data is not None and (directory / data).stat().st_size != info.bytes:
             return False
         return all(checksums.matches(directory / name, digest) for name, digest in digests.items())
     except OSError:
         return False
 
 
-def done_records(out: str | os.PathLike[str], plan: Plan) -> dict[str, dict[str, Any]]:
+def done_records(out: str | os.PathLike[str], plan: Plan) -> dict[str, ShardRecord]:
     return {s.key: r for s in plan.shards if (r := read_record(out, plan, s)) is not None}
 
 

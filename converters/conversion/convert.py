@@ -33,12 +33,12 @@ from fastdata.errors import ConfigError
 from fastdata.formats import dataset_writer
 from fastdata.formats._atomic import durable, is_durable, sync, sync_dir, write_text_atomic
 from fastdata.formats.manifest import Manifest
-from fastdata.formats.sample import ShardInfo
 
-from . import state
+from ..output import state
+from ..output.record import ShardRecord
+from ..planning.plan import Plan, ShardPlan
 from .outdir import check_nesting, load_or_make_plan
 from .pack import write_shards
-from .plan import Plan, ShardPlan
 from .report import Progress, Summary
 from .request import ConvertRequest
 from .work import sources_lines
@@ -92,7 +92,7 @@ def _convert(req: ConvertRequest, stdout: TextIO, stderr: TextIO) -> int:
     progress = Progress(sum(len(s.items) for s in pending), enabled=not req.quiet)
     sources: dict[str, str] = {}  # sources.jsonl's lines by shard, made by the workers
 
-    def recorded(shard: ShardPlan, record: dict, lines: str) -> None:
+    def recorded(shard: ShardPlan, record: ShardRecord, lines: str) -> None:
         sources[shard.key] = lines
 
     try:
@@ -176,8 +176,8 @@ def _finished_summary(out: Path) -> str:
     )
 
 
-def _finish(out: Path, plan: Plan, records: dict, allow_skips: bool, quiet: bool, run: _RunStats, stdout: TextIO,
-            stderr: TextIO, sources: dict[str, str] | None = None) -> int:
+def _finish(out: Path, plan: Plan, records: dict[str, ShardRecord], allow_skips: bool, quiet: bool, run: _RunStats,
+            stdout: TextIO, stderr: TextIO, sources: dict[str, str] | None = None) -> int:
     summary = Summary.from_records(str(out), plan, records)
     if not quiet:
         for line in summary.lines(seconds=run.seconds, this_run=run.summary):
@@ -199,19 +199,15 @@ def _finish(out: Path, plan: Plan, records: dict, allow_skips: bool, quiet: bool
     state.remove_partials(out, plan)
     if is_durable():  # shards of nodes that ran without --fsync reach the disk before the manifest names them
         for shard in plan.shards:
-            info = records[shard.key]["info"]
+            info = records[shard.key].info
             if info is not None:
                 directory = plan.split_dir(out, shard.split)
-                for name in dict.fromkeys([info["file"], *info.get("digests", {})]):  # the data file has a digest too
+                for name in dict.fromkeys([info.file, *(info.digests or {})]):  # the data file has a digest too
                     sync(directory / name)
         for directory in sorted({plan.split_dir(out, s.split) for s in plan.shards}):
             sync_dir(directory)
     for split in plan.splits:
-        infos = [
-            ShardInfo(**records[s.key]["info"])
-            for s in plan.shards
-            if s.split == split and records[s.key]["info"] is not None
-        ]
+        infos = [records[s.key].info for s in plan.shards if s.split == split and records[s.key].info is not None]
         directory = plan.split_dir(out, split)
         directory.mkdir(parents=True, exist_ok=True)
         extra = {"converter": summary.converter_extra(plan, split)}
@@ -222,7 +218,8 @@ def _finish(out: Path, plan: Plan, records: dict, allow_skips: bool, quiet: bool
     return 0
 
 
-def _write_sources(directory: Path, plan: Plan, split: str, records: dict, ready: dict[str, str] | None = None) -> str:
+def _write_sources(directory: Path, plan: Plan, split: str, records: dict[str, ShardRecord],
+                   ready: dict[str, str] | None = None) -> str:
     """Write :data:`SOURCES_FILE`: line ``i`` is the JSON string of the file sample
     ``i`` was converted from, so errors about a damaged record can name it (the
     plan that knew it is deleted once the conversion is finished). ``ready``:
@@ -234,11 +231,11 @@ def _write_sources(directory: Path, plan: Plan, split: str, records: dict, ready
     return SOURCES_FILE
 
 
-def shard_sources(plan: Plan, shard: ShardPlan, record: dict) -> str:
+def shard_sources(plan: Plan, shard: ShardPlan, record: ShardRecord) -> str:
     """The lines of :data:`SOURCES_FILE` for ``shard``'s samples, given its done record
     (its skipped files have none): for shards recorded by an earlier run or another
     node (the workers make them for the shards they write, see :class:`.work.ShardJob`)."""
-    return sources_lines(plan.source["root"], shard.items, record["skipped"])
+    return sources_lines(plan.source["root"], shard.items, record.skipped)
 
 
 def _check_request(req: ConvertRequest) -> None:

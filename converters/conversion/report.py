@@ -8,8 +8,9 @@ import time
 from collections import Counter
 from typing import Any, TextIO
 
-from .plan import Plan
-from .units import format_bytes
+from ..output.record import ShardRecord
+from ..planning.plan import Plan
+from ..units import format_bytes
 
 SHOW_IGNORED = 10  # ignored files listed by name in the summary; the rest are counted
 
@@ -74,7 +75,7 @@ class Summary:
     ignored: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
     @classmethod
-    def from_records(cls, out: str, plan: Plan, records: dict[str, dict[str, Any]]) -> Summary:
+    def from_records(cls, out: str, plan: Plan, records: dict[str, ShardRecord]) -> Summary:
         s = cls(format=plan.options.format, out=out, skipped=list(plan.skipped), ignored=list(plan.ignored),
                 restart_markers=plan.options.restart_markers)
         labels: Counter = Counter()
@@ -82,17 +83,17 @@ class Summary:
             r = records.get(shard.key)
             if r is None:
                 continue
-            s.images += r["written"]
-            s.shards += r["info"] is not None
-            s.bytes_in += r["bytes_in"]
-            s.bytes_out += r["bytes_out"]
-            s.normalised_images += r["normalised_images"]
-            s.restart_marked += r.get("restart_marked", 0)
-            s.normalised.update(r["normalised"])
-            labels.update({int(k): v for k, v in r["per_label"].items()})
-            s.skipped += [tuple(p) for p in r["skipped"]]
+            s.images += r.written
+            s.shards += r.info is not None
+            s.bytes_in += r.bytes_in
+            s.bytes_out += r.bytes_out
+            s.normalised_images += r.normalised_images
+            s.restart_marked += r.restart_marked
+            s.normalised.update(r.normalised)
+            labels.update(r.per_label)
+            s.skipped += r.skipped
             if shard.split:
-                s.per_split[shard.split] = s.per_split.get(shard.split, 0) + r["written"]
+                s.per_split[shard.split] = s.per_split.get(shard.split, 0) + r.written
         s.per_class = {name: labels.get(i, 0) for i, name in enumerate(plan.classes)}
         return s
 

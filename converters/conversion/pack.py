@@ -2,7 +2,8 @@
 
 A shard is one task (:mod:`.work`): the worker reads its files, prepares the
 images and calls the format's ``write_shard``; what comes back is a small
-record (counts, normalisation reasons, skipped files, ShardInfo). This
+record (:class:`.ShardRecord`: counts, normalisation reasons,
+skipped files, ShardInfo). This
 process only hands out tasks and, after a shard's file has its final name,
 writes its done record (``--resume`` skips shards that have one). Its work is
 per shard, not per image, so it never limits how many workers stay busy.
@@ -27,12 +28,15 @@ from pathlib import Path
 from fastdata.errors import FastDataError
 from fastdata.formats import registry
 
-from . import state
+from ..output import state
+from ..output.record import ShardRecord
+from ..planning.plan import Plan, ShardPlan
+from ..workers.parallel import worker_pool
+from ..workers.pool import WorkerDied
 from .normalize import EncodeOptions
-from .parallel import worker_pool
-from .plan import Plan, ShardPlan
 from .tail import MIN_PIECE_BYTES, Tail, Task, tail_start
-from .work import ShardJob, init_worker, join_pieces, merge_records, write_shard_job
+from .work import ShardJob, init_worker, join_pieces, write_shard_job
+
 
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
@@ -67,9 +71,9 @@ def write_shards(
     shards: list[ShardPlan],
     run: RunOptions,
     progress: Callable[[int, int], None] | None = None,
-    recorded: Callable[[ShardPlan, dict, str], None] | None = None,
+    recorded: Callable[[ShardPlan, ShardRecord, str], None] | None = None,
     sources_root: str | None = None,
-) -> dict[str, dict]:
+) -> dict[str, ShardRecord]:
     """Write ``shards`` (each from scratch), record each as done, and return
     their records by shard key.
 
@@ -95,11 +99,11 @@ def write_shards(
         workers = min(workers, len(shards))
     whole = [Task(shard, 0, len(shard.items)) for shard in shards[:cut]]
     tail = Tail(shards[cut:], run.min_piece_bytes)
-    done: dict[str, dict] = {}
+    done: dict[str, ShardRecord] = {}
     made: set[Path] = set()
     present = state.present_names(out, plan, shards)
 
-    def done_with(shard: ShardPlan, record: dict, lines: str) -> dict:
+    def done_with(shard: ShardPlan, record: ShardRecord, lines: str) -> ShardRecord:
         _record(out, plan, shard, record)
         if recorded is not None:
             recorded(shard, record, lines)
@@ -108,14 +112,14 @@ def write_shards(
     if workers <= 1:
         for task in whole:
             job = _job(out, plan, task, run, made=made, present=present, sources_root=sources_root)
-            record = write_shard_job(job, progress)
-            done[task.shard.key] = done_with(task.shard, record, record.pop("sources", ""))
+            record, lines = write_shard_job(job, progress)
+            done[task.shard.key] = done_with(task.shard, record, lines)
         return done
     if plan.options.restart_markers:  # imported once here rather than in every forked worker
         import fastdata.decode.native  # noqa: F401
     running: dict[int, Task | _Joining] = {}  # by the pool's token
     # the pieces written so far (their records and lines of sources.jsonl), by shard key, until it is joined
-    pieces: dict[str, dict[int, tuple[dict, str]]] = {}
+    pieces: dict[str, dict[int, tuple[ShardRecord, str]]] = {}
     count: dict[str, int] = {}  # how many pieces a shard has, once its last is handed out
     speed = _Speed()
     try:
@@ -146,11 +150,10 @@ def write_shards(
                 for token, outcome in finished:
                     task = running.pop(token)
                     if isinstance(task, _Joining):
-                        record = merge_records(task.records, outcome.result())
+                        record = ShardRecord.joined(task.records, outcome.result())
                         done[task.shard.key] = done_with(task.shard, record, task.lines)
                         continue
-                    record = outcome.result()
-                    text = record.pop("sources", "")
+                    record, text = outcome.result()
                     speed.add(task.size, outcome.seconds)
                     if task.pieces == 1:
                         done[task.shard.key] = done_with(task.shard, record, text)
@@ -168,8 +171,6 @@ def write_shards(
         unfinished.update({s.key: s for s in shards if s.key in pieces})
         for shard in unfinished.values():  # what the killed workers left (a shard committed but not recorded is redone)
             state.clear_shard(out, plan, shard)
-        from .forkpool import WorkerDied  # only a pool raises it: a one-worker run does not import forkpool
-
         if not isinstance(exc, WorkerDied):
             raise
         raise FastDataError(
@@ -230,20 +231,20 @@ class _Joining:
     and ``lines`` (of ``sources.jsonl``, joined) are the pieces'."""
 
     shard: ShardPlan
-    records: list[dict]
+    records: list[ShardRecord]
     lines: str
 
 
-def _join_args(out: str, plan: Plan, shard: ShardPlan, records: list[dict], fsync: bool) -> tuple:
+def _join_args(out: str, plan: Plan, shard: ShardPlan, records: list[ShardRecord], fsync: bool) -> tuple:
     """What :func:`.work.join_pieces` needs to join ``shard`` from its pieces."""
     directory = plan.split_dir(out, shard.split)
     directory.mkdir(parents=True, exist_ok=True)
-    written = [(str(state.piece_dir(out, shard, k) / shard.file), r["info"]) for k, r in enumerate(records)]
+    written = [(str(state.piece_dir(out, shard, k) / shard.file), r.info) for k, r in enumerate(records)]
     return plan.options.format, str(directory / shard.file), written, str(state.pieces_of(out, shard)), fsync
 
 
-def _record(out: str, plan: Plan, shard: ShardPlan, record: dict) -> dict:
-    if record["info"] is None:  # every image skipped: no empty shard (DALI's mxnet index cannot hold one)
+def _record(out: str, plan: Plan, shard: ShardPlan, record: ShardRecord) -> ShardRecord:
+    if record.info is None:  # every image skipped: no empty shard (DALI's mxnet index cannot hold one)
         state.clear_shard(out, plan, shard)
     state.write_record(out, shard, record)
     return record

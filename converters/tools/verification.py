@@ -44,9 +44,9 @@ from fastdata.formats import MANIFEST_NAME, Manifest, checksums, registry
 from fastdata.formats import SampleReader
 from fastdata.formats.hooks import Detected, FileCheck, readable
 
+from ..conversion.report import Progress
+from ..output.state import SPLIT_NAMES
 from .probe import DATASET, Target, close_reader, identify, shard_opener
-from .report import Progress
-from .state import SPLIT_NAMES
 from .verify_records import Opened, RecordProblem, ShardSource, SourceFiles, check_records, image_decoder
 
 MAX_PER_SHARD = 20  # problems listed per shard before the rest are only counted

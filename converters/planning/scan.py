@@ -262,7 +262,7 @@ def _sizes(dirs: list[tuple[str, list[str]]], workers: int) -> list[array]:
     only the sizes, 8 bytes a file (sending made items back cost more than the
     stats). Not when another thread runs (forking is then unsafe): the scan
     stats them itself."""
-    from .parallel import start_method
+    from ..workers.parallel import start_method
 
     def alone() -> list[array]:
         return [_stat_sizes(dirpath, names) for dirpath, names in dirs]
@@ -270,8 +270,8 @@ def _sizes(dirs: list[tuple[str, list[str]]], workers: int) -> list[array]:
     total = sum(len(names) for _, names in dirs)
     if workers <= 1 or total < PARALLEL_STAT_FROM or start_method() != "fork":
         return alone()
-    from .forkpool import WorkerDied
-    from .parallel import worker_pool
+    from ..workers.parallel import worker_pool
+    from ..workers.pool import WorkerDied
 
     step = max(STAT_TASK, -(-total // (4 * workers)))
     tasks = [(d, start, min(start + step, len(names))) for d, (_, names) in enumerate(dirs)

@@ -32,28 +32,11 @@ from typing import Any
 
 from fastdata.errors import FastDataError
 
+from .pool import Outcome, WorkerDied
+
 _LENGTH = struct.Struct("<Q")
 # what a worker writes back: a task's result, its error, or a progress report
 _OK, _ERROR, _REPORT = 0, 1, 2
-
-
-class WorkerDied(FastDataError):
-    """A worker process ended without answering (killed by the OS, out of memory, a crash)."""
-
-
-class Outcome:
-    """What a task came to: :meth:`result` returns its value or raises its error;
-    ``seconds`` is how long it ran (from when a worker got it)."""
-
-    __slots__ = ("value", "error", "seconds")
-
-    def __init__(self, value: Any = None, error: BaseException | None = None, seconds: float = 0.0) -> None:
-        self.value, self.error, self.seconds = value, error, seconds
-
-    def result(self) -> Any:
-        if self.error is not None:
-            raise self.error
-        return self.value
 
 
 def _send(fd: int, message: Any) -> None:
@@ -120,7 +103,7 @@ class _Worker:
 
 
 class ForkPool:
-    """``workers`` forked processes that each run ``init(channel, *args)`` once,
+    """A :class:`.pool.Pool` of ``workers`` forked processes that each run ``init(channel, *args)`` once,
     ``channel`` being the progress channel when ``report`` (else None), then the
     tasks given to :meth:`submit`, one at a time, in the order given.
 

@@ -14,10 +14,10 @@ from typing import TextIO
 from fastdata.errors import ConfigError, FastDataError
 from fastdata.formats import registry
 
-from . import state
-from .plan import Plan, PlanOptions, make_plan
+from ..output import state
+from ..planning.plan import Plan, PlanOptions, make_plan
+from ..planning.scan import ScanResult, SkippedFile, scan_folder, scan_list
 from .request import ConvertRequest
-from .scan import ScanResult, SkippedFile, scan_folder, scan_list
 
 
 def check_nesting(src: Path, out: Path) -> None:

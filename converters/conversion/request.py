@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..planning.plan import PlanOptions
+from ..planning.scan import DEFAULT_EXTENSIONS
 from .pack import RunOptions
-from .plan import PlanOptions
-from .scan import DEFAULT_EXTENSIONS
 
 
 @dataclasses.dataclass(frozen=True)

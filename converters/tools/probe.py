@@ -26,8 +26,8 @@ from fastdata.formats import (
     registry,
 )
 
-from .plan import PLAN_NAME
-from .state import SPLIT_NAMES
+from ..output.state import SPLIT_NAMES
+from ..planning.plan import PLAN_NAME
 
 DATASET, SPLITS, SHARD = "dataset", "splits", "shard"
 

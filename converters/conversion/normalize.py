@@ -38,8 +38,8 @@ import re
 import warnings
 from typing import TYPE_CHECKING
 
-from .jpeg_check import passthrough_size
-from .scan import SkippedFile
+from ..jpeg_check import passthrough_size
+from ..planning.scan import SkippedFile
 
 if TYPE_CHECKING:
     from PIL import Image

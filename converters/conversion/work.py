@@ -3,9 +3,10 @@
 A shard is the unit of work: the worker that takes it reads its files, checks
 or rewrites each image (:func:`.normalize.prepare`) and streams them into the
 format's ``write_shard`` (which writes under a partial name, computes the
-shard's checksums and renames it at the end). Only a small dict of counts
-comes back to the parent, so the parent's work per image is nothing, and the
-bytes of a shard never cross a process boundary. A shard's bytes depend only
+shard's checksums and renames it at the end). Only its small record of
+counts (:class:`.ShardRecord`) comes back to the parent, so the parent's
+work per image is nothing, and the bytes of a shard never cross a process
+boundary. A shard's bytes depend only
 on its plan, so any number of workers writes the same files.
 
 Kept apart from :mod:`.pack` so that a spawned worker imports only this,
@@ -19,7 +20,6 @@ import itertools
 import json
 import os
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,8 +29,9 @@ from fastdata.formats import registry
 from fastdata.formats._atomic import durable, remove
 from fastdata.formats.sample import Sample, ShardInfo
 
+from ..output.record import ShardRecord
+from ..planning.scan import ITEM_REL, SkippedFile, SourceItem
 from .normalize import RESTART_REASON, EncodeOptions, prepare
-from .scan import ITEM_REL, SkippedFile, SourceItem
 
 REPORT_EVERY = 64  # images between progress reports from a worker
 
@@ -48,8 +49,8 @@ class ShardJob:
 
     ``path`` is the shard's final path (its directory exists); ``items`` and
     ``ids`` are the plan's; ``classes`` names the labels (may be empty);
-    ``sources_root``: the source's root when the record is to carry the
-    shard's lines of ``sources.jsonl`` (:func:`sources_lines`) as ``"sources"``. In
+    ``sources_root``: the source's root when the worker is to make the
+    shard's lines of ``sources.jsonl`` too (:func:`sources_lines`). In
     a pool, ``items`` and ``ids`` are None and ``ref`` is ``(position, start,
     stop)`` in the shards the worker got at start-up: pickling every item
     with its task cost the main process about 9 us an image.
@@ -78,59 +79,18 @@ class ShardJob:
         return shard.items[start:stop], shard.ids[start:stop]
 
 
-@dataclasses.dataclass
-class ShardStats:
-    """What went into one shard; saved as its done record."""
-
-    written: int = 0
-    bytes_in: int = 0
-    bytes_out: int = 0
-    normalised_images: int = 0
-    restart_marked: int = 0
-    per_label: Counter = dataclasses.field(default_factory=Counter)
-    normalised: Counter = dataclasses.field(default_factory=Counter)
-    skipped: list[list[str]] = dataclasses.field(default_factory=list)
-
-    def record(self, info: Any) -> dict[str, Any]:
-        return {
-            "info": dataclasses.asdict(info) if info is not None else None,
-            "written": self.written,
-            "bytes_in": self.bytes_in,
-            "bytes_out": self.bytes_out,
-            "normalised_images": self.normalised_images,
-            "restart_marked": self.restart_marked,
-            "per_label": {str(k): v for k, v in sorted(self.per_label.items())},
-            "normalised": dict(sorted(self.normalised.items())),
-            "skipped": self.skipped,
-        }
-
-
-def join_pieces(fmt: str, path: str, pieces: list[tuple[str, dict[str, Any] | None]], leftovers: str, fsync: bool) -> Any:
-    """Join the pieces of a shard (each ``(its data path, its ShardInfo as a dict or None
+def join_pieces(fmt: str, path: str, pieces: list[tuple[str, ShardInfo | None]], leftovers: str,
+                fsync: bool) -> ShardInfo | None:
+    """Join the pieces of a shard (each ``(its data path, its ShardInfo or None
     when all its images were skipped)``, in order) into the shard ``path`` with the
     format's ``join``, remove the folder ``leftovers`` they were written in, and
     return the shard's ShardInfo (None when every piece is empty). ``fsync``: as
     :attr:`ShardJob.fsync`."""
-    written = [(Path(p), ShardInfo(**info)) for p, info in pieces if info is not None]
+    written = [(Path(p), info) for p, info in pieces if info is not None]
     with durable(fsync):
         info = registry.get(fmt).join(path, written) if written else None
     remove(leftovers)
     return info
-
-
-def merge_records(records: list[dict[str, Any]], info: Any) -> dict[str, Any]:
-    """The done record of a shard written in pieces, from the pieces' records (in order) and the joined ``info``."""
-    stats = ShardStats()
-    for r in records:
-        stats.written += r["written"]
-        stats.bytes_in += r["bytes_in"]
-        stats.bytes_out += r["bytes_out"]
-        stats.normalised_images += r["normalised_images"]
-        stats.restart_marked += r["restart_marked"]
-        stats.per_label.update({int(k): v for k, v in r["per_label"].items()})
-        stats.normalised.update(r["normalised"])
-        stats.skipped += r["skipped"]
-    return stats.record(info)
 
 
 def init_worker(report: Any = None, shards: Any = None) -> None:
@@ -171,8 +131,9 @@ def read_file(path: str) -> bytes:
     return data
 
 
-def write_shard_job(job: ShardJob, report: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """Write ``job``'s shard and return its done record (see :class:`ShardStats`).
+def write_shard_job(job: ShardJob, report: Callable[[int, int], None] | None = None) -> tuple[ShardRecord, str]:
+    """Write ``job``'s shard; returns its done record and its lines of
+    ``sources.jsonl`` (empty unless ``job.sources_root`` is given).
 
     An all-skipped shard records ``info`` None; the caller removes its files
     (DALI's mxnet index cannot hold an empty shard).
@@ -183,23 +144,23 @@ def write_shard_job(job: ShardJob, report: Callable[[int, int], None] | None = N
     """
     report = report if report is not None else _REPORT["fn"]
     spec = registry.get(job.format)
-    stats = ShardStats()
+    record = ShardRecord()
     items, ids = job.samples()
     with durable(job.fsync):  # a spawned worker does not inherit the parent's setting
-        info = spec.write_shard(job.path, _samples(job, items, ids, stats, report))
-    done = stats.written + len(stats.skipped)
+        info = spec.write_shard(job.path, _samples(job, items, ids, record, report))
+    done = record.written + len(record.skipped)
     if done != len(items):
         raise FastDataError(
             f"{job.path}: the {spec.name} writer stopped after {done} of {len(items)} images (a bug in the format writer)"
         )
     # an all-skipped shard is removed by the caller (state.clear_shard knows every name it may have)
-    record = stats.record(info if info.records else None)
-    if job.sources_root is not None:  # made here, beside the other workers, rather than in the parent
-        record["sources"] = sources_lines(job.sources_root, items, stats.skipped)
-    return record
+    record.info = info if info.records else None
+    # made here, beside the other workers, rather than in the parent
+    lines = sources_lines(job.sources_root, items, record.skipped) if job.sources_root is not None else ""
+    return record, lines
 
 
-def sources_lines(root: str, items: list[SourceItem], skipped: list) -> str:
+def sources_lines(root: str, items: list[SourceItem], skipped: list[tuple[str, str]]) -> str:
     """The lines of ``sources.jsonl`` for ``items`` written (``skipped``: the
     ``(path, reason)`` of those that were not): the JSON string of each one's
     file, ``root`` joined with its ``rel``."""
@@ -225,7 +186,7 @@ def sources_lines(root: str, items: list[SourceItem], skipped: list) -> str:
 _JSON_STRING = json.encoder.encode_basestring_ascii
 
 
-def _samples(job: ShardJob, items: list[SourceItem], ids: list[int], stats: ShardStats,
+def _samples(job: ShardJob, items: list[SourceItem], ids: list[int], record: ShardRecord,
              report: Callable[[int, int], None] | None) -> Iterator[Sample]:
     encode, delay, classes = job.encode, job.delay, job.classes
     pending_images = pending_bytes = 0
@@ -238,23 +199,23 @@ def _samples(job: ShardJob, items: list[SourceItem], ids: list[int], stats: Shar
         except SkippedFile as exc:
             if job.on_error == "raise":
                 raise
-            stats.skipped.append([item.path, exc.reason])
+            record.skipped.append((item.path, exc.reason))
             pending_images += 1
             continue
         size = len(data)
-        stats.written += 1
-        stats.bytes_in += size
-        stats.bytes_out += len(img.data)
+        record.written += 1
+        record.bytes_in += size
+        record.bytes_out += len(img.data)
         label = item.label
         if isinstance(label, int):
-            stats.per_label[label] += 1
+            record.per_label[label] += 1
         if img.reasons:
             normalised = [r for r in img.reasons if r != RESTART_REASON]
             if len(normalised) < len(img.reasons):
-                stats.restart_marked += 1
+                record.restart_marked += 1
             if normalised:
-                stats.normalised_images += 1
-                stats.normalised.update(normalised)
+                record.normalised_images += 1
+                record.normalised.update(normalised)
         if report is not None:
             pending_images += 1
             pending_bytes += size
