@@ -6,7 +6,7 @@ Streaming (``IterableDataset``, exactly once per epoch across ranks and
 workers): :class:`FormatStream`. The per-format names (:class:`RecordIODataset`,
 :class:`TFRecordDataset`, :class:`LMDBDataset`, :class:`RecordIOStream`,
 :class:`TFRecordStream`) are the generic classes with the format fixed,
-written out in :mod:`fastdata.datasets.named`; the format registry lists
+made in :mod:`fastdata.datasets.named` from the format registry, which lists
 them. :func:`open_dataset` picks the class for a path.
 
 Names resolve lazily (PEP 562): importing this package imports no format.
@@ -35,8 +35,7 @@ _LAZY = {
     "find_classes": "fastdata.datasets.folder",
     "open_dataset": "fastdata.datasets.open",
 }
-_MODULE_OF_KIND = {"dataset": "fastdata.datasets.shards", "stream": "fastdata.datasets.iterable"}
-_LAZY.update({name: _MODULE_OF_KIND[kind] for name, (_, kind) in registry.public_names().items()})
+_LAZY.update({name: "fastdata.datasets.named" for name in registry.public_names()})
 
 __all__ = sorted(_LAZY)
 

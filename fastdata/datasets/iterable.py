@@ -28,7 +28,7 @@ from ._shared import SharedSlots
 from .base import SampleSettings, ShardLabels, build_record
 from .imaging import Transform
 from .policy import DATA_ERRORS
-from .shards import ShardSource, per_format
+from .shards import ShardSource
 from .sources import PathArg
 
 DEFAULT_SHUFFLE_BUFFER = 512
@@ -208,9 +208,3 @@ def _spelled_out(init: Any) -> inspect.Signature:
 
 
 FormatStream.__signature__ = _spelled_out(FormatStream.__init__)  # type: ignore[attr-defined]
-
-
-def __getattr__(name: str) -> type:
-    # RecordIOStream, TFRecordStream...: importable (and picklable) by name
-    # from this module, as before they were aliases.
-    return per_format(name, "stream", FormatStream)

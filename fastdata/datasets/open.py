@@ -35,7 +35,7 @@ def open_dataset(path: PathArg, *, streaming: bool = False, **kwargs: Any) -> An
             ``out/train`` and ``out/val``, the datasets to open).
         ManifestError: an unreadable ``manifest.json``.
     """
-    from .shards import public_class
+    from .named import public_class
 
     path = remote_hooks.local_root(path)  # a URL: the local directory its shards are cached in
     found = _detect(path)

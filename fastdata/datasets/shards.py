@@ -8,14 +8,11 @@ Samples are ``(image, target)``; see :mod:`fastdata.datasets.imaging` for what
 
 The per-format names (``RecordIODataset``, ``TFRecordDataset``,
 ``LMDBDataset``) are the generic class with the format fixed and the format's
-options as keywords, written out in :mod:`fastdata.datasets.named`; a format
-added to the registry without one there gets a thin alias made here.
+options as keywords, made from the registry in :mod:`fastdata.datasets.named`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 import os
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -168,61 +165,3 @@ class FormatDataset(ShardSource, ShardDataset):
         ConfigError: nothing readable at ``path``, or an option the format
             does not take (the message lists the ones it takes).
     """
-
-
-def alias(base: type, name: str, format_name: str) -> type:
-    """``name``: ``base`` with the format fixed, documented from the format's
-    spec and signed with its options as keywords (a thin, picklable alias)."""
-    spec = registry.get(format_name)
-    fields = dataclasses.fields(spec.options)
-    params = [p for p in inspect.signature(base).parameters.values() if p.name not in ("format", "options")]
-    params += [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.type) for f in fields]
-    doc = (
-        f"{base.__name__} over {spec.name} shards ({', '.join(spec.suffixes)}): "
-        f"``{name}(path, ...)`` is ``{base.__name__}(path, format={spec.name!r}, ...)``.\n\n"
-        f"Options ({spec.options.__name__}): {inspect.cleandoc(spec.options.__doc__ or '')}\n"
-    )
-    return type(
-        name,
-        (base,),
-        {
-            "fixed_format": format_name,
-            "__doc__": doc,
-            "__module__": base.__module__,
-            "__qualname__": name,
-            "__signature__": inspect.Signature(params),
-        },
-    )
-
-
-_ALIASES: dict[str, type] = {}
-
-
-def per_format(name: str, kind: str, base: type) -> type:
-    """The alias class ``name`` of the registry's ``kind`` ("dataset"/"stream"), made once per process."""
-    found = registry.public_names().get(name)
-    if found is None or found[1] != kind:
-        raise AttributeError(name)
-    if name not in _ALIASES:  # the class written out in .named; a thin alias for a format added without one
-        from . import named
-
-        written = getattr(named, name, None)
-        _ALIASES[name] = written if written is not None else alias(base, name, found[0])
-    return _ALIASES[name]
-
-
-def public_class(format_name: str, kind: str = "dataset") -> type:
-    """The class ``open_dataset`` gives for ``format_name``: its registry alias
-    of ``kind`` ("dataset" or "stream") when there is one, else the generic class."""
-    if kind == "stream":
-        from .iterable import FormatStream as base  # iterable imports this module
-    else:
-        base = FormatDataset
-    names = [n for n, found in registry.public_names().items() if found == (format_name, kind)]
-    return per_format(names[0], kind, base) if names else base
-
-
-def __getattr__(name: str) -> type:
-    # RecordIODataset, TFRecordDataset, LMDBDataset...: importable (and
-    # picklable) by name from this module, as before they were aliases.
-    return per_format(name, "dataset", FormatDataset)

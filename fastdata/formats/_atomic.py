@@ -6,7 +6,7 @@ process-wide :func:`durable` setting, on by default. The converter turns it
 off while it writes shards: an fsync per shard made a pass-through conversion
 wait for the disk about as long as it computed (0.66 s for 435 MB here), and
 its done records carry the CRC32C digests that ``--resume`` checks instead
-(see ``converters/state.py``). ``fastdata convert --fsync`` keeps it on.
+(see ``converters/output/state.py``). ``fastdata convert --fsync`` keeps it on.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ one file to another inside the kernel, and shifting the offsets of an index
 by a piece's position.
 
 A converter may cut one shard into pieces that several workers write at the
-same time (see ``converters/pack.py``); a format whose records do not depend
+same time (see ``converters/conversion/pack.py``); a format whose records do not depend
 on their position (RecordIO, TFRecord) joins them into exactly the bytes one
 writer would have produced. Nothing here reads a piece's data back.
 """

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .speedups import _compiled
+from ._compiled import module as _compiled
 
 __all__ = ["crc32c", "describe", "hardware", "portable"]
 

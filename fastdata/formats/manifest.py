@@ -16,6 +16,7 @@ from .._version import __version__
 from ..errors import FormatError, ManifestError
 from ._atomic import write_text_atomic
 from .sample import ShardInfo
+from .table import spec
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 2
@@ -108,12 +109,10 @@ class Manifest:
         """``(data file, its size now)`` per shard, in manifest order; the size
         is None when the file is missing. The data file is the format's
         (an LMDB shard directory's ``data.mdb``), whose size the manifest records."""
-        from .registry import get  # the registry imports this module
-
-        spec = get(self.format)
+        data_file = spec(self.format).data_file
         out = []
         for info in self.shards:
-            path = spec.data_file(Path(directory) / info.file)
+            path = data_file(Path(directory) / info.file)
             try:
                 out.append((path, path.stat().st_size))
             except OSError:

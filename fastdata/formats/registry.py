@@ -1,7 +1,8 @@
 """The table from a format name to its implementation: the only door to a format.
 
 Adding a format is a folder under ``fastdata/formats/`` whose package defines
-``FORMAT = FormatSpec(...)`` plus one line in ``_TABLE``. Everything else
+``FORMAT = FormatSpec(...)`` plus one line in ``_TABLE`` (in :mod:`.table`,
+the registry's lowest piece, which :mod:`.manifest` also reads). Everything else
 (datasets, streams, ``open_dataset``, the converters' ``inspect`` / ``verify``
 / ``index``, DALI, the bench, the conformance tests) asks this module and
 never imports a format package.
@@ -10,7 +11,6 @@ never imports a format package.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -20,14 +20,7 @@ from ..errors import ConfigError, ManifestError
 from .hooks import DALIReader, Detected, FileCheck, Framing, IndexHook, Inspected, Problem, ReaderOptions
 from .manifest import MANIFEST_NAME, Manifest
 from .sample import Sample, SampleReader, ShardInfo
-
-# name: (package, public map-style class name, public streaming class name).
-# The class names become thin aliases of fastdata.datasets' generic classes.
-_TABLE: dict[str, tuple[str, str | None, str | None]] = {
-    "lmdb": ("fastdata.formats.lmdb", "LMDBDataset", None),
-    "recordio": ("fastdata.formats.recordio", "RecordIODataset", "RecordIOStream"),
-    "tfrecord": ("fastdata.formats.tfrecord", "TFRecordDataset", "TFRecordStream"),
-}
+from .table import _TABLE, names, public_names, spec  # noqa: F401 -- public_names: re-exported, the registry answers it
 
 _HEAD = 64  # bytes read for sniffing
 
@@ -138,31 +131,14 @@ class FormatSpec:
         return self.options().open_options(manifest)
 
 
-def names() -> list[str]:
-    """The registered format names, sorted."""
-    return sorted(_TABLE)
-
-
 def get(name: str) -> FormatSpec:
     """Return the :class:`FormatSpec` registered under ``name``.
 
     Raises:
         ConfigError: no such format (the message lists the known ones).
     """
-    try:
-        module = _TABLE[name][0]
-    except KeyError:
-        raise ConfigError(f"unknown format {name!r}; choose one of {', '.join(names())}") from None
-    return importlib.import_module(module).FORMAT
-
-
-def public_names() -> dict[str, tuple[str, str]]:
-    """``{class name: (format, "dataset" or "stream")}`` of the per-format
-    aliases, read from the table alone (no format package is imported)."""
-    out = {}
-    for name, (_, dataset, stream) in _TABLE.items():
-        out.update({alias: (name, kind) for alias, kind in ((dataset, "dataset"), (stream, "stream")) if alias})
-    return out
+    found: FormatSpec = spec(name)
+    return found
 
 
 def detect(path: str | os.PathLike[str]) -> Detected:

@@ -18,15 +18,10 @@ import contextlib
 from collections.abc import Iterator
 from types import ModuleType
 
-NAME = "fastdata.formats._speedups"
-
-try:
-    from . import _speedups as _compiled
-except ImportError as exc:  # not built: no compiler at install time, or a source tree not built in place
-    _compiled = None
-    _why = f"{NAME} is not built ({exc})"
-else:
-    _why = ""
+from . import crc
+from ._compiled import NAME
+from ._compiled import module as _compiled
+from ._compiled import why as _why
 
 native: ModuleType | None = _compiled
 """The compiled module in use, or None for the portable path."""
@@ -42,7 +37,6 @@ def available() -> bool:
 def status() -> str:
     """One line: which path writes records (and which code computes CRC-32C),
     and how to get the compiled one if it is missing."""
-    from . import crc  # not at the top: crc imports this module
 
     if native is not None:
         path = f"compiled ({NAME})"

@@ -16,7 +16,7 @@ from PIL import Image
 import fastdata
 from fastdata import rng
 from fastdata.datasets import FormatDataset, FormatStream, open_dataset
-from fastdata.datasets.shards import public_class
+from fastdata.datasets.named import public_class
 from fastdata.errors import FastDataError
 from fastdata.formats import registry
 from fastdata.transforms import EncodedImage

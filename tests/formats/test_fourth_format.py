@@ -18,7 +18,7 @@ import pytest
 from fastdata import make_loader, open_dataset
 from fastdata.converters import cli
 from fastdata.datasets import FormatDataset, FormatStream
-from fastdata.datasets.shards import public_class
+from fastdata.datasets.named import public_class
 from fastdata.formats import registry
 from fastdata.formats.dataset_writer import write_dataset
 
