@@ -15,7 +15,6 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from .harness import Result
 
 FASTER, SLOWER, BASELINE, NEUTRAL = "#22aa77", "#d95f02", "#999999", "#6a8caf"
 """Bar colours: faster than the group's baseline, slower, the baseline itself, a row with no ratio."""
@@ -30,15 +29,12 @@ def colour(ratio: float | None, is_baseline: bool) -> str:
     return FASTER if ratio >= 1.0 else SLOWER
 
 
-def figure(results: list[Result], notes: dict[str, str] | None = None) -> Any:
-    """The chart of :func:`~.report.rows` (None when no row was timed)."""
+def figure(shown: list[Any], notes: dict[str, str] | None = None) -> Any:
+    """The chart of ``shown``, the rows of :func:`~.report.rows` (None when no row was timed)."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
     from matplotlib.ticker import FuncFormatter
 
-    from .report import rows
-
-    shown = rows(results)
     if not any(r.median is not None for r in shown):
         return None
     groups = list(dict.fromkeys(r.group for r in shown))

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..decode.native import native_status
 from ..formats import speedups
 from . import verdicts
-from .chart import figure
+from . import chart
 from .harness import Result
 from .verdicts import row_warnings, run_warnings
 
@@ -112,6 +112,11 @@ def rows(results: list[Result]) -> list[Row]:
     return out
 
 
+def figure(results: list[Result], notes: dict[str, str] | None = None) -> Any:
+    """The chart of :func:`rows` (None when no row was timed): the table, drawn."""
+    return chart.figure(rows(results), notes)
+
+
 def table(results: list[Result], notes: dict[str, str] | None = None) -> str:
     """The rows as text; a row whose figure may not be trusted (noisy rounds, a
     busy machine: :func:`~.verdicts.row_warnings`) is marked ``!`` after its
@@ -207,13 +212,12 @@ def _chart(results: list[Result], path: Path, notes: dict[str, str] | None) -> l
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    from .chart import plotted
 
     fig = figure(results, notes)
     if fig is None:
         return None
     fig.savefig(path, dpi=100)
-    data = plotted(fig)
+    data = chart.plotted(fig)
     plt.close(fig)
     return data
 
