@@ -35,7 +35,14 @@ ds = open_dataset(data, transform=tf)
 loader = make_loader(ds, 32, train=train, seed=0, workers=Workers(num=2, kind="threads"))
 b = loader.dataloader._batcher
 assert b is not None, "no batch path in this checkout/set-up"
-plans = b._plans if hasattr(b, "_plans") else (lambda keys: [b._plan(k) for k in keys])
+if hasattr(b, "plans"):  # one plan half for every executor (issue 30): the old (data, (size, request), target) rows
+    from fastdata.decode.batch import batch_request
+    def row(p):
+        q = p.plan
+        return p.data, (q.size, batch_request(p.data, p.info, q.box, min_size=q.min_size, snap=q.snap, flip=q.flip)), p.target
+    plans = lambda keys: [None if p is None else row(p) for p in b.plans.plans(keys)]
+else:
+    plans = b._plans if hasattr(b, "_plans") else (lambda keys: [b._plan(k) for k in keys])
 digest, per = hashlib.sha256(), []
 for epoch in range(epochs):
     loader.set_epoch(epoch) if hasattr(loader, "set_epoch") else loader.dataloader.sampler.set_epoch(epoch)
