@@ -89,12 +89,12 @@ class ShardStream(ShardLabels, SampleSettings, torch.utils.data.IterableDataset)
         epoch), each window's records read in file order and yielded in
         ``share``'s; transforms run under the sample's key (see
         :class:`fastdata.order.KeyScope` for ``seeding`` and ``reseed``)."""
-        records = share.records(self.shards.counts)
+        records, groups = share.reading(self.shards.counts)
         self.shards.read_ahead(records[deal.positions(len(records))])  # remote shards: fetch the next while one is read
         scope = KeyScope(seeding, rank=share.rank, reseed=reseed)
         # a per-sample generator costs ~50 us: only make one when a transform runs
         seeded = self.decode and (self.transform is not None or self.target_transform is not None)
-        chunks = (records[positions] for positions in deal.chunks(len(records), share.window))
+        chunks = (records[positions] for positions in deal.chunks(len(records), share.window, groups))
         for index, shard, local, data, label in self._records(chunks):
             try:
                 with scope(SampleKey(index, share.seed, share.epoch)) if seeded else nullcontext():

@@ -1,6 +1,6 @@
 """``Loader``: what ``make_loader`` returns -- a torch DataLoader with fastdata's
 order, seeding, collate and prefetcher, that advances its epoch and resumes
-mid-epoch (built in :mod:`fastdata.loading.make`)."""
+mid-epoch, on the same set-up or another (built in :mod:`fastdata.loading.make`)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ from torch.utils.data import DataLoader
 
 from ..errors import ConfigError
 from ..order.generators import Seeding
+from ..order.progress import Pass, unread_after
+from ..order.unread import Unread
 from .prefetch import CUDAPrefetcher
 from .sampler import ShardedSampler
 from .seeding import WorkerSeeder
-from .state import LoaderState
+from .state import LoaderState, dataset_digest
 from .streamed import StreamFeed
 from .threaded import ThreadedBatches
 
@@ -28,6 +30,8 @@ class Loader:
     Each ``iter()`` starts the next epoch by itself (the first is epoch 0, or
     what :meth:`set_epoch`/:meth:`load_state_dict` chose); an abandoned pass
     counts as an epoch. ``len()`` is this rank's batches per full epoch.
+    It is a ``torch.distributed.checkpoint`` ``Stateful``: :meth:`state_dict`
+    is the same on every rank and loads into a job of any size.
     """
 
     def __init__(self, dataloader: DataLoader | ThreadedBatches, order: ShardedSampler | StreamFeed, seeder: WorkerSeeder,
@@ -37,6 +41,7 @@ class Loader:
         self.dataset, self.seeding, self._seeder = dataset, seeding, seeder
         self.workers = workers  # what the workers are and why ("2 threads (auto: ...)")
         self._epoch, self._consumed, self._running = 0, 0, False
+        self._unread: Unread | None = None  # what this pass started from; None: the whole epoch
         self._token: object | None = None
         self._active: Iterator[Any] | None = None
 
@@ -82,15 +87,16 @@ class Loader:
     def set_epoch(self, epoch: int) -> None:
         """Make the next pass epoch ``epoch``, from its start."""
         self._epoch, self._consumed, self._running, self._token = int(epoch), 0, False, None
+        self._unread = None
 
     def __iter__(self) -> Iterator[Any]:
         if self._running:  # the previous pass was abandoned: move on
-            self._epoch, self._consumed = self._epoch + 1, 0
-        epoch, skip = self._epoch, self._consumed
+            self._epoch, self._consumed, self._unread = self._epoch + 1, 0, None
+        epoch = self._epoch
         self._running, token = True, object()
         self._token = token
         self.order.set_epoch(epoch)
-        self.order.set_start(skip * self.batch_size)
+        self.order.set_unread(self._unread)
         self._seeder.epoch = epoch  # read when this epoch's workers start
         self._active = self._count(iter(self.prefetcher if self.prefetcher is not None else self.dataloader), token)
         return self._active
@@ -106,6 +112,7 @@ class Loader:
             raise
         if self._token is token:
             self._epoch, self._consumed, self._running, self._token = self._epoch + 1, 0, False, None
+            self._unread = None
 
     def _drop_workers(self, exc: BaseException) -> None:
         # The error's traceback holds torch's frames, which hold this pass's
@@ -130,37 +137,58 @@ class Loader:
             workers._shutdown_workers()
             self.dataloader._iterator = None
 
-    def _state(self, epoch: int, batches: int) -> LoaderState:
-        s = self.order
+    def _pass(self) -> Pass:
+        return Pass(self.order.world_size, self.order.interleave, self.order.remainder, self.batch_size,
+                    bool(self.dataloader.drop_last))
+
+    def _state(self, epoch: int, unread: Unread) -> LoaderState:
+        s, total = self.order, self.order.length
         return LoaderState(
-            epoch=epoch, batches=batches, seed=s.seed, rank=s.rank, world_size=s.world_size,
-            batch_size=self.batch_size, dataset_length=s.length, train=s.train,
-            drop_last=bool(self.dataloader.drop_last), seeding=self.seeding,
+            epoch=epoch, read=total - len(unread), unread=unread.text(), seed=s.seed, dataset_length=total,
+            dataset_digest=dataset_digest(self.dataset), kind="map-style" if s.interleave else "stream",
+            shuffle_buffer=s.window, train=s.train, seeding=self.seeding,
         )
 
     def state_dict(self) -> dict[str, Any]:
-        """Position and settings: epoch, batches of it already handed out, seed, world size...
+        """Where the whole job is: the epoch, the positions of its reading
+        sequence that no rank has read (``unread``), and the settings that fix
+        the sequence (seed, dataset, train...). Plain ints, bools and strings.
 
+        It assumes every rank has taken as many batches of this pass as this
+        one (a rank with fewer batches in all, in evaluation, counts them
+        all): save after the same step on every rank, or after the loop.
         Saved after the loop ends it points at the start of the next epoch.
-        Exact resume needs ``seeding="sample"`` (the default).
+        Exact augmentation across a resume needs ``seeding="sample"`` (the default).
         """
-        return self._state(self._epoch, self._consumed).to_dict()
+        total = self.order.length
+        start = self._unread if self._unread is not None else Unread.whole(total)
+        left = unread_after(start, self._pass(), self._consumed, total)
+        if len(left) == 0:  # every rank's pass is over
+            return self._state(self._epoch + 1, Unread.whole(total)).to_dict()
+        return self._state(self._epoch, left).to_dict()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Continue where ``state`` was taken: the next pass yields the rest of
-        that epoch, in the same order with the same augmentation.
+        """Continue where ``state`` was taken, on this job's ranks: the next
+        pass yields this rank's part of the positions the saved job had not
+        read (each read once across the ranks, with the same augmentation);
+        later epochs are this job's from their start. World size, batch size
+        and workers may differ from the saving job's.
 
         Raises:
-            ConfigError: a malformed state, or settings (world size, batch
-                size, dataset length, train, drop_last, seeding) that differ.
+            ConfigError: a malformed state, or one of another dataset (length,
+                shards), seed, kind (stream or map-style), shuffle_buffer,
+                train or seeding; the message names the field.
         """
         saved = LoaderState.from_dict(state)
-        saved.check_compatible(self._state(0, 0))
-        if not 0 <= saved.batches <= len(self):
-            raise ConfigError(f"loader state says {saved.batches} batches consumed of an epoch of {len(self)}")
-        self.order.seed = self._seeder.seed = int(saved.seed)
+        total = self.order.length
+        saved.check_compatible(self._state(0, Unread.whole(total)))
+        unread = Unread.parse(saved.unread, total)
+        if saved.read != total - len(unread):
+            raise ConfigError(f"loader state says read={saved.read} but its unread spans leave "
+                              f"{total - len(unread)} of {total} read; pass the dict Loader.state_dict() returned")
+        self._stop_persistent_workers()  # a stream's workers take the unread positions when they start
         self.set_epoch(saved.epoch)
-        self._consumed = int(saved.batches)
+        self._unread = unread if len(unread) < total else None
 
     def close(self) -> None:
         """End the current pass, release the prefetcher's stream and stop persistent workers.

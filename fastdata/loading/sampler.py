@@ -10,6 +10,9 @@ each epoch); none is dropped. Eval (``train=False``): every sample exactly
 once across ranks, no padding, so ranks' lengths may differ by one sample
 (and their batch counts by one): gather metrics after the loop, do not run a
 collective per batch.
+
+A resumed epoch (:meth:`ShardedSampler.set_unread`) deals what no rank has
+read yet the same way, to however many ranks there are now.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from torch.utils.data import Sampler
 
 from ..errors import ConfigError
 from ..order.generators import SampleKey
-from ..order.partition import Share
+from ..order.partition import Remainder, Share
+from ..order.unread import Unread
 
 __all__ = ["ShardedSampler"]
 
@@ -40,9 +44,13 @@ class ShardedSampler(Sampler):
             for per-sample seeded augmentation (the dataset must accept them,
             e.g. through ``make_loader``'s adapter), or plain ints.
 
-    Call :meth:`set_epoch` before each epoch; :meth:`set_start` skips the
-    first samples of the next iteration only (mid-epoch resume).
+    Call :meth:`set_epoch` before each epoch; :meth:`set_unread` limits
+    iterations to what an interrupted epoch left (elastic resume);
+    :meth:`set_start` skips the first samples of the next iteration only.
     """
+
+    interleave = True  # ranks take the epoch's positions in turn
+    window = 0  # one record per block, no windows
 
     def __init__(
         self,
@@ -64,10 +72,19 @@ class ShardedSampler(Sampler):
         self.train, self.shuffle, self.keys = bool(train), shuffle, bool(keys)
         self.epoch = int(epoch)
         self._start = 0
+        self.unread: Unread | None = None
 
     def set_epoch(self, epoch: int) -> None:
         """Select the epoch the next iteration yields."""
         self.epoch = int(epoch)
+
+    @property
+    def remainder(self) -> Remainder:
+        return "pad" if self.train else "even"
+
+    def set_unread(self, unread: Unread | None) -> None:
+        """Iterate over these positions of the epoch only (None: all of them), until set again."""
+        self.unread = unread
 
     def set_start(self, start: int) -> None:
         """Skip the first ``start`` samples of this rank's share, in the next iteration only."""
@@ -79,11 +96,11 @@ class ShardedSampler(Sampler):
         """This rank's share of the current epoch."""
         return self.share_of(self.epoch)
 
-    def share_of(self, epoch: int) -> Share:
-        """This rank's share of ``epoch``."""
+    def share_of(self, epoch: int, unread: Unread | None = None) -> Share:
+        """This rank's share of ``epoch`` (of its ``unread`` positions; None: all)."""
         return Share(
-            self.seed, epoch, self.rank, self.world_size, remainder="pad" if self.train else "even",
-            shuffle=self.train if self.shuffle is None else self.shuffle, interleave=True,
+            self.seed, epoch, self.rank, self.world_size, remainder=self.remainder,
+            shuffle=self.train if self.shuffle is None else self.shuffle, interleave=True, unread=unread,
         )
 
     def indices(self) -> np.ndarray:
@@ -91,12 +108,12 @@ class ShardedSampler(Sampler):
         return self.share().records(total=self.length)
 
     def __len__(self) -> int:
-        """Samples in this rank's full share (resuming yields fewer once)."""
+        """Samples in this rank's full share (a resumed epoch yields fewer)."""
         return self.share().size(self.length)
 
     def __iter__(self) -> Iterator[SampleKey | int]:
         start, self._start = self._start, 0
-        chosen = self.indices()[start:].tolist()
+        chosen = self.share_of(self.epoch, self.unread).records(total=self.length)[start:].tolist()
         if self.keys:
             seed, epoch = self.seed, self.epoch
             return (SampleKey(i, seed, epoch) for i in chosen)  # lazily: a million keys cost ~0.5 s

@@ -1,33 +1,56 @@
-"""A loader's position, as a plain dict that goes into a training checkpoint."""
+"""A loader's position, as a plain dict that goes into a training checkpoint.
+
+The state is global: it says which positions of the epoch's reading
+sequence no rank has read yet (:mod:`fastdata.order.unread`), not where one
+rank stands, so every rank saves the same dict and any rank of a job of
+another size can load it (``torch.distributed.checkpoint`` keeps one copy).
+Its values are ints, bools and strings, for ``torch.save``, JSON and DCP alike.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import zlib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from ..errors import ConfigError
 
-__all__ = ["LoaderState"]
+__all__ = ["LoaderState", "dataset_digest"]
 
-VERSION = 1
+VERSION = 2
+
+# field -> what to do when the loader it is loaded into differs; the most
+# fundamental first, as the error explains the first difference only
+_FIXES = {
+    "kind": "open the dataset as it was saved: {saved}",
+    "dataset_length": "load it into a loader over the dataset it was saved from",
+    "dataset_digest": "load it into a loader over the dataset it was saved from; its shards differ",
+    "train": "build the loader with train={saved}",
+    "shuffle_buffer": "open the stream with shuffle_buffer={saved}",
+    "seed": "build the loader with seed={saved}",
+    "seeding": "build the loader with seeding={saved!r}",
+}
 
 
 @dataclass(frozen=True)
 class LoaderState:
-    """Where a loader is: ``batches`` of ``epoch`` already handed out, plus the
-    settings that fix the order. Everything but ``epoch``, ``batches`` and
-    ``seed`` must match the loader it is loaded into."""
+    """Where a job's loaders are: in ``epoch``, the reading positions in
+    ``unread`` (``"start-stop,..."`` spans) are left, ``read`` are done; plus
+    what fixes the sequence, which must match the loader it is loaded into.
+    World size, batch size and workers are free to change."""
 
     epoch: int
-    batches: int
+    read: int
+    unread: str
     seed: int
-    rank: int
-    world_size: int
-    batch_size: int
     dataset_length: int
+    dataset_digest: str
+    kind: str
+    shuffle_buffer: int
     train: bool
-    drop_last: bool
     seeding: str
     version: int = VERSION
 
@@ -36,24 +59,48 @@ class LoaderState:
 
     @classmethod
     def from_dict(cls, state: Mapping[str, Any]) -> LoaderState:
-        """Parse a :meth:`to_dict` result; ConfigError names missing fields or a newer version."""
+        """Parse a :meth:`to_dict` result; ConfigError names missing or mistyped fields, or another version."""
         if not isinstance(state, Mapping):
             raise ConfigError(f"loader state must be a dict from Loader.state_dict(), got {type(state).__name__}")
         version = state.get("version")
         if version != VERSION:
-            raise ConfigError(f"loader state has version {version!r}; this fastdata reads version {VERSION}")
+            raise ConfigError(
+                f"loader state has version {version!r}; this fastdata reads version {VERSION} "
+                "(resume with the fastdata that saved it, or start the epoch over)"
+            )
         missing = [f.name for f in fields(cls) if f.name not in state]
         if missing:
             raise ConfigError(f"loader state lacks {', '.join(missing)}; pass the dict Loader.state_dict() returned")
+        for f in fields(cls):
+            kind = {"str": str, "bool": bool}.get(str(f.type), int)
+            value = state[f.name]
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                raise ConfigError(f"loader state's {f.name}={value!r} is not {kind.__name__}; "
+                                  "pass the dict Loader.state_dict() returned")
         return cls(**{f.name: state[f.name] for f in fields(cls)})
 
     def check_compatible(self, current: LoaderState) -> None:
-        """Raise ConfigError listing the settings that differ from ``current``'s
-        (the remaining batches could not come in the recorded order)."""
-        fixed = ("world_size", "batch_size", "dataset_length", "train", "drop_last", "seeding")
-        diffs = [f"{n}: saved {getattr(self, n)!r}, loader has {getattr(current, n)!r}" for n in fixed
-                 if getattr(self, n) != getattr(current, n)]
+        """Raise ConfigError naming the settings that differ from ``current``'s
+        (the rest of the epoch would not be the samples the saved job left)."""
+        diffs = [name for name in _FIXES if getattr(self, name) != getattr(current, name)]
         if diffs:
-            raise ConfigError(
-                "cannot resume: " + "; ".join(diffs) + " (build the loader with the saved settings)"
-            )
+            name, saved = diffs[0], getattr(self, diffs[0])
+            also = f"; also differ: {', '.join(diffs[1:])}" if diffs[1:] else ""
+            raise ConfigError(f"cannot resume: {name}: saved {saved!r}, this loader has {getattr(current, name)!r} "
+                              f"({_FIXES[name].format(saved=saved)}){also}")
+
+
+def dataset_digest(dataset: Any) -> str:
+    """A sharded dataset's identity: crc32 of its shards' names, record
+    counts and the index/checksum digests its manifest records; ``""`` for a
+    dataset without shards (then only its length is compared)."""
+    shards = getattr(dataset, "shards", None)
+    if not (hasattr(shards, "paths") and hasattr(shards, "counts")):
+        return ""
+    checks = getattr(shards, "checks", None) or []
+    described = [
+        [os.path.basename(os.fspath(p)) for p in shards.paths],
+        [int(c) for c in shards.counts],
+        [[digest for _, digest in files] for files, _ in checks],
+    ]
+    return f"crc32:{zlib.crc32(json.dumps(described).encode()):08x}"

@@ -6,7 +6,8 @@ epoch (padded to equal shares for training), its windows shuffled, dealt to
 the DataLoader's workers one batch at a time round robin -- worker ``w``
 builds batches ``w, w + num_workers, ...``, which is the order a DataLoader
 takes them in. So batch ``i`` is the same for any ``num_workers``, and a
-resumed epoch starts at any batch without reading what came before.
+resumed epoch (:meth:`StreamFeed.set_unread`) reads what no rank read yet,
+dealt to today's ranks, without reading what came before.
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ import torch.utils.data
 from ..datasets._shared import SharedSlots
 from ..errors import ConfigError
 from ..order.generators import Seeding
-from ..order.partition import Deal, Share
+from ..order.partition import Deal, Remainder, Share
 from ..order.ranks import Place
+from ..order.unread import Unread
 
 __all__ = ["StreamFeed", "is_stream"]
 
-_EPOCH, _START = 0, 1
+_EPOCH, _RESUMED = 0, 1
 
 
 def is_stream(dataset: Any) -> bool:
@@ -36,10 +38,14 @@ class StreamFeed(torch.utils.data.IterableDataset):
     """What ``make_loader`` hands the DataLoader for a fastdata stream.
 
     Offers the sampler's interface to :class:`~fastdata.loading.loader.Loader`
-    (``set_epoch``, ``set_start``, ``seed``, ``rank``, ``world_size``,
-    ``length``, ``train``); epoch and start live in shared memory, so they
-    reach persistent workers.
+    (``set_epoch``, ``set_unread``, ``seed``, ``rank``, ``world_size``,
+    ``length``, ``train``); the epoch and whether it is resumed live in
+    shared memory, so they reach persistent workers. The unread positions
+    themselves do not: set them before the workers start (the loader stops
+    persistent workers when it loads a state).
     """
+
+    interleave = False  # ranks read contiguous runs
 
     def __init__(self, stream: Any, *, seed: int, place: Place, train: bool, batch_size: int,
                  seeding: Seeding) -> None:
@@ -53,6 +59,7 @@ class StreamFeed(torch.utils.data.IterableDataset):
         self.rank, self.world_size = place.rank, place.world_size
         self.batch_size, self.seeding = int(batch_size), seeding
         self._slots = SharedSlots(2)
+        self.unread: Unread | None = None
 
     @property
     def length(self) -> int:
@@ -66,17 +73,26 @@ class StreamFeed(torch.utils.data.IterableDataset):
     def set_epoch(self, epoch: int) -> None:
         self._slots[_EPOCH] = int(epoch)
 
-    def set_start(self, start: int) -> None:
-        """Skip the first ``start`` samples of this rank's share in the next iteration."""
-        if start < 0:
-            raise ConfigError(f"start must be >= 0, got {start}")
-        self._slots[_START] = int(start)
+    @property
+    def remainder(self) -> Remainder:
+        return "pad" if self.train else "even"
 
-    def share(self) -> Share:
-        """This rank's share of the current epoch."""
+    @property
+    def window(self) -> int:
+        """The stream's ``shuffle_buffer`` while training; 0 (no windows) otherwise."""
+        return self.stream.shuffle_buffer if self.train else 0
+
+    def set_unread(self, unread: Unread | None) -> None:
+        """Read these positions of the epoch only (None: all of them), until set again."""
+        self.unread = unread
+        self._slots[_RESUMED] = unread is not None
+
+    def share(self, whole: bool = True) -> Share:
+        """This rank's share of the current epoch (``whole=False``: of what is unread)."""
         return Share(
-            self.seed, self.epoch, self.rank, self.world_size, remainder="pad" if self.train else "even",
-            shuffle=self.train, window=self.stream.shuffle_buffer if self.train else 0,
+            self.seed, self.epoch, self.rank, self.world_size, remainder=self.remainder,
+            shuffle=self.train, window=self.window,
+            unread=None if whole or not self._slots[_RESUMED] else self.unread,
         )
 
     def __len__(self) -> int:
@@ -85,8 +101,8 @@ class StreamFeed(torch.utils.data.IterableDataset):
     def __iter__(self) -> Iterator[Any]:
         info = torch.utils.data.get_worker_info()
         worker, num_workers = (0, 1) if info is None else (info.id, info.num_workers)
-        deal = Deal(worker, num_workers, unit=self.batch_size, start=self._slots[_START])
-        return self.stream.read(self.share(), deal, seeding=self.seeding, reseed=True)
+        deal = Deal(worker, num_workers, unit=self.batch_size)
+        return self.stream.read(self.share(whole=False), deal, seeding=self.seeding, reseed=True)
 
     def __repr__(self) -> str:
         return f"StreamFeed({self.stream!r}, seed={self.seed}, rank {self.rank}/{self.world_size}, train={self.train})"

@@ -7,18 +7,21 @@ map-style sampling and for streams, a pure function of its inputs.
    record of the first non-empty block (so with one large shard, rank
    boundaries still move between epochs; a one-record block has one start
    only). Unshuffled: file order.
-2. The rank's part. ``remainder`` fixes the sequence's length: ``"even"``
-   (``total``: each record once, ranks' sizes differ by at most one),
-   ``"pad"`` (rounded up to a multiple of ``world_size`` by wrapping round to
-   the start: at most ``world_size - 1`` records read twice, different ones
-   each epoch) or ``"drop"`` (rounded down). That sequence is dealt to the
-   ranks -- as contiguous ranges (streams: long sequential reads) or, with
-   ``interleave``, one record each in turn (map-style: each rank's part
-   spans the whole epoch).
-3. Windows (streams): the rank's part is cut into windows of ``window``
-   records, each permuted by ``(seed, epoch, rank)``. A reader holds one
-   window at most, and a position's record does not depend on what was read
-   before, so a reader can start anywhere (resume) without replaying.
+2. Windows (streams, shuffled): the sequence is cut into windows of
+   ``window`` positions, each permuted by ``(seed, epoch)``. This is the
+   reading sequence: its positions are what ranks are dealt and what a
+   resume counts (:mod:`.unread`), the same for any world size. A reader
+   holds one window at most, and a position's record does not depend on what
+   was read before, so a reader can start anywhere without replaying.
+3. The rank's part. A pass reads the positions not yet read (``unread``:
+   all of them, unless the epoch is resumed), laid end to end. ``remainder``
+   fixes how many: ``"even"`` (each once, ranks' sizes differ by at most
+   one), ``"pad"`` (rounded up to a multiple of ``world_size`` by repeating
+   the epoch's first positions: at most ``world_size - 1`` records read
+   twice, different ones each epoch) or ``"drop"`` (rounded down). They are
+   dealt to the ranks -- as contiguous ranges (streams: long sequential
+   reads) or, with ``interleave``, one each in turn (map-style: each rank's
+   part spans the whole epoch).
 4. The rank's part is dealt to ``num_workers`` readers the same way
    (:class:`Deal`): as contiguous parts, or round robin in units of
    ``unit`` records. With ``unit`` = the batch size, worker ``w`` builds
@@ -36,6 +39,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from . import seeds
+from .unread import Unread
 
 __all__ = ["Deal", "Remainder", "Share", "epoch_order", "sequence_length"]
 
@@ -99,19 +103,21 @@ class Deal:
         taken = (firsts[:, None] + np.arange(self.unit, dtype=np.int64)).ravel()
         return taken[taken < length]
 
-    def chunks(self, length: int, window: int) -> Iterator[np.ndarray]:
+    def chunks(self, length: int, window: int, groups: np.ndarray | None = None) -> Iterator[np.ndarray]:
         """:meth:`positions` in the groups a reader reads at once: its
-        positions within one window (or ``_READ_AHEAD`` of them unshuffled)."""
+        positions within one window (or ``_READ_AHEAD`` of them unshuffled),
+        or, given each position's group (:meth:`Share.reading`), within one group."""
         mine = self.positions(length)
-        group = mine // (window if window > 1 else _READ_AHEAD)
+        group = groups[mine] if groups is not None else mine // (window if window > 1 else _READ_AHEAD)
         cuts = np.flatnonzero(np.diff(group)) + 1
         yield from (chunk for chunk in np.split(mine, cuts) if len(chunk))
 
 
 @dataclass(frozen=True)
 class Share:
-    """One rank's part of one epoch (see the module doc); :meth:`records`
-    gives it for concrete block sizes."""
+    """One rank's part of one epoch, or of what is left of it (``unread``:
+    positions of the reading sequence; None = all); see the module doc.
+    :meth:`records` gives it for concrete block sizes."""
 
     seed: int
     epoch: int
@@ -121,6 +127,7 @@ class Share:
     shuffle: bool = True
     window: int = 0
     interleave: bool = False
+    unread: Unread | None = None
 
     def __post_init__(self) -> None:
         if self.world_size < 1 or not 0 <= self.rank < self.world_size:
@@ -132,7 +139,8 @@ class Share:
 
     def size(self, total: int) -> int:
         """Records in this share of an epoch of ``total`` records."""
-        return self._ranks().count(sequence_length(total, self.world_size, self.remainder))
+        left = total if self.unread is None else len(self.unread)
+        return self._ranks().count(sequence_length(left, self.world_size, self.remainder))
 
     def records(self, counts: Sequence[int] | np.ndarray | None = None, *, total: int | None = None) -> np.ndarray:
         """Global record numbers of this share, in reading order (int64).
@@ -141,11 +149,29 @@ class Share:
             counts: records per block, in file order (a stream's shard sizes).
             total: instead of ``counts``: ``total`` one-record blocks (map-style).
         """
+        return self.reading(counts, total=total)[0]
+
+    def reading(self, counts: Sequence[int] | np.ndarray | None = None, *,
+                total: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`records`, and for each the group a reader reads at once
+        (sorted, for sequential reads): its window of the reading sequence,
+        or runs of ``_READ_AHEAD`` records when there are no windows."""
         sizes = np.ones(total, np.int64) if counts is None else np.asarray(counts, dtype=np.int64)
         total = int(sizes.sum())
-        positions = self._ranks().positions(sequence_length(total, self.world_size, self.remainder))
-        if len(positions) == 0:
-            return positions
+        left = total if self.unread is None else len(self.unread)
+        index = self._ranks().positions(sequence_length(left, self.world_size, self.remainder))
+        if len(index) == 0:
+            return index, index
+        # past the unread ones, padding repeats the epoch's first positions
+        if self.unread is None:
+            positions = index % total
+        else:
+            padded = index >= left
+            positions = np.where(padded, (index - left) % total, self.unread.at(np.where(padded, 0, index)))
+        windowed = self.shuffle and self.window > 1
+        groups = positions // self.window if windowed else np.arange(len(positions)) // _READ_AHEAD
+        if windowed:
+            positions = _in_windows(positions, total, self.window, self.seed, self.epoch)
         order = epoch_order(len(sizes), self.seed, self.epoch, shuffle=self.shuffle)
         laid = sizes[order]
         ends = np.cumsum(laid)
@@ -153,8 +179,19 @@ class Share:
         positions = (positions + offset) % total
         block = np.searchsorted(ends, positions, side="right")
         firsts = np.cumsum(sizes) - sizes  # global number of each block's first record
-        out = firsts[order[block]] + positions - (ends[block] - laid[block])
-        if self.shuffle and self.window > 1:
-            draws = seeds.window_draws(len(out), self.seed, self.epoch, self.rank)
-            out = out[np.lexsort((draws, np.arange(len(out)) // self.window))]
-        return out
+        return firsts[order[block]] + positions - (ends[block] - laid[block]), groups
+
+
+def _in_windows(positions: np.ndarray, total: int, window: int, seed: int, epoch: int) -> np.ndarray:
+    """The sequence position that each reading position holds: windows of
+    ``window`` positions, each sorted by its draws (drawn for the windows
+    these positions touch only)."""
+    touched = np.unique(positions // window)
+    starts = touched * window
+    lengths = np.minimum(starts + window, total) - starts
+    firsts = np.cumsum(lengths) - lengths  # where each touched window starts among all their positions
+    members = np.repeat(starts - firsts, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
+    draws = seeds.window_draws(int(members[-1]) + 1, seed, epoch)[members]
+    shuffled = members[np.lexsort((draws, np.repeat(touched, lengths)))]
+    where = np.searchsorted(touched, positions // window)
+    return shuffled[firsts[where] + positions % window]

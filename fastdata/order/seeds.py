@@ -131,9 +131,10 @@ def rotation(seed: int, epoch: int, bound: int) -> int:
     return int(np.random.Philox(key=mix(seed, epoch, _ROTATION)).random_raw()) % bound
 
 
-def window_draws(length: int, seed: int, epoch: int, rank: int) -> np.ndarray:
-    """Sort keys that shuffle one rank's part of an epoch within its windows."""
-    return np.random.Philox(key=mix(seed, epoch, rank, _WINDOW)).random_raw(length)
+def window_draws(length: int, seed: int, epoch: int) -> np.ndarray:
+    """Sort keys that shuffle an epoch's first ``length`` positions within their windows."""
+    # the 0 stood for the rank when each rank shuffled its own part: one rank's orders stay as they were
+    return np.random.Philox(key=mix(seed, epoch, 0, _WINDOW)).random_raw(length)
 
 
 def pipeline_seed(seed: int, rank: int) -> int:

@@ -99,7 +99,7 @@ def test_epochs_advance_by_themselves_and_set_epoch_rewinds():
     assert e0 != e1
     half = iter(loader)
     next(half)
-    assert loader.state_dict()["epoch"] == 2 and loader.state_dict()["batches"] == 1
+    assert loader.state_dict()["epoch"] == 2 and loader.state_dict()["read"] == 5
     assert indices(next(iter(loader))[0]) != e0[0]  # an abandoned pass still counts as an epoch
     assert loader.epoch == 3
     loader.set_epoch(0)
@@ -117,8 +117,8 @@ def test_resume_mid_epoch_is_bit_identical_to_an_uninterrupted_run(stop_after):
         for _ in range(stop_after):
             next(it)
         state = first.state_dict()
-    assert state["epoch"] == 1 and state["batches"] == stop_after and state["seed"] == 11
-    with make_loader(IndexImages(N), 4, workers=0, **{**settings, "seed": 999}) as resumed:
+    assert state["epoch"] == 1 and state["read"] == 4 * stop_after and state["seed"] == 11
+    with make_loader(IndexImages(N), 4, workers=0, **settings) as resumed:
         resumed.load_state_dict(state)
         rest, following = _epochs(resumed, 2)
     # normalised floats: compare through the index row, then whole tensors minus the global-draw row
@@ -130,15 +130,17 @@ def test_state_after_a_full_epoch_points_at_the_next_and_mismatches_are_refused(
     loader = make_loader(IndexImages(N), 4, workers=0)
     list(loader)
     state = loader.state_dict()
-    assert (state["epoch"], state["batches"], state["world_size"]) == (1, 0, 1)
-    with pytest.raises(ConfigError, match="batch_size"):
-        make_loader(IndexImages(N), 8, workers=0).load_state_dict(state)
-    with pytest.raises(ConfigError, match="world_size"):
-        make_loader(IndexImages(N), 4, workers=0, rank=0, world_size=2).load_state_dict(state)
+    assert (state["epoch"], state["read"], state["unread"]) == (1, 0, f"0-{N}")
+    # another batch size or world size is an elastic resume (tests/loading/test_resume_elastic*.py)
+    make_loader(IndexImages(N), 8, workers=0, rank=0, world_size=2).load_state_dict(state)
+    with pytest.raises(ConfigError, match="seed"):
+        make_loader(IndexImages(N), 4, workers=0, seed=1).load_state_dict(state)
+    with pytest.raises(ConfigError, match="dataset_length"):
+        make_loader(IndexImages(N + 1), 4, workers=0).load_state_dict(state)
     with pytest.raises(ConfigError, match="version"):
         loader.load_state_dict({**state, "version": 99})
-    with pytest.raises(ConfigError, match="consumed"):
-        loader.load_state_dict({**state, "batches": 99})
+    with pytest.raises(ConfigError, match="read"):
+        loader.load_state_dict({**state, "read": 99})
 
 
 def test_explicit_shards_are_disjoint_complete_and_equal():
@@ -201,7 +203,7 @@ def test_no_full_batch_is_refused_and_close_ends_the_pass():
     with pytest.raises(StopIteration):
         next(it)
     assert loader.dataloader._iterator is None  # persistent workers stopped
-    assert (loader.state_dict()["epoch"], loader.state_dict()["batches"]) == (0, 1)
+    assert (loader.state_dict()["epoch"], loader.state_dict()["read"]) == (0, 4)
     assert len(list(loader)) == N // 4  # the loader still works afterwards, with the next epoch
     assert loader.epoch == 2
 

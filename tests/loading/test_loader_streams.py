@@ -81,8 +81,8 @@ def test_resume_mid_epoch_is_bit_identical_to_an_uninterrupted_run(records, stop
         for _ in range(stop_after):
             next(it)
         state = first.state_dict()
-    assert state["epoch"] == 1 and state["batches"] == stop_after and state["dataset_length"] == N
-    with make_loader(_stream(records), 4, seed=999, prefetch=prefetch, workers=Workers(2, context="fork")) as resumed:
+    assert state["epoch"] == 1 and state["read"] == 4 * stop_after and state["dataset_length"] == N
+    with make_loader(_stream(records), 4, seed=11, prefetch=prefetch, workers=Workers(2, context="fork")) as resumed:
         resumed.load_state_dict(state)
         rest, following = _epochs(resumed, 2)
     assert rest[0][0].dtype == torch.float32
