@@ -93,16 +93,19 @@ setup(
         Extension(
             "fastdata.decode._cropdecode",
             sources=[f"{NATIVE}/{name}.c" for name in
-                     ("module", "batch", "cropdecode", "resample", "kernels", "segments", "restarts", "resegment", "huffman")],
+                     ("module", "batch", "cropdecode", "resample", "kernels", "segments", "restarts", "resegment", "huffman",
+                      "baseline")],
             depends=[f"{NATIVE}/{name}.h" for name in
-                     ("batch", "cropdecode", "resample", "kernels", "segments", "restarts", "resegment", "huffman")],
+                     ("batch", "cropdecode", "resample", "kernels", "segments", "restarts", "resegment", "huffman",
+                      "baseline", "markers")],
             libraries=["jpeg"],
             extra_compile_args=["-O3"] if os.name != "nt" else [],
         ),
         Extension(
             "fastdata.formats._speedups",
             sources=[f"{SPEEDUPS}/speedups.c", f"{SPEEDUPS}/jpeg_check.c", f"{SPEEDUPS}/crc32c_hw.c"],
-            depends=[f"{SPEEDUPS}/jpeg_check.h", f"{SPEEDUPS}/crc32c_hw.h"],
+            depends=[f"{SPEEDUPS}/jpeg_check.h", f"{SPEEDUPS}/crc32c_hw.h", f"{NATIVE}/markers.h"],
+            include_dirs=[NATIVE],  # markers.h: the JPEG marker walk the crop decoder uses too (no libjpeg)
             extra_compile_args=["-O3"] if os.name != "nt" else [],
         ),
     ],

@@ -29,7 +29,9 @@ from __future__ import annotations
 import struct
 import sys
 
+from fastdata.errors import DecodeError
 from fastdata.formats import speedups as _speedups
+from fastdata.formats.jpeg_markers import segments as jpeg_segments
 
 # Huffman-coded DCT frames libjpeg-turbo decodes: baseline, extended sequential, progressive.
 _SOF_OK = frozenset({0xC0, 0xC1, 0xC2})
@@ -74,27 +76,19 @@ def _passthrough_size_py(data: bytes) -> tuple[int, int] | None:
         return None
     try:
         return _walk(data, n)
-    except (IndexError, struct.error):
+    except (IndexError, struct.error, DecodeError):  # DecodeError: the marker walk's (junk, truncation, lengths)
         return None
 
 
 def _walk(data: bytes, n: int) -> tuple[int, int] | None:
-    pos = 2
     frame: tuple[int, int, dict[int, int]] | None = None
     quant: set[int] = set()
     exif_seen = False
-    while True:
-        if data[pos] != 0xFF:
-            return None  # junk between segments: libjpeg warns and resyncs; let the decoder judge
-        while data[pos] == 0xFF:  # fill bytes
-            pos += 1
-        marker = data[pos]
-        pos += 1
+    # Junk between segments raises DecodeError, so None: libjpeg warns and resyncs; let the decoder judge.
+    for marker, start, end in jpeg_segments(data):
         if marker < 0xC0 or marker in _UNSURE or 0xD0 <= marker <= 0xD7:
             return None  # standalone, misplaced or hierarchical marker before the first scan
-        length = (data[pos] << 8) | data[pos + 1]
-        start, end = pos + 2, pos + length
-        if length < 2 or end > n - 2:
+        if end > n - 2:
             return None
         if marker in _SOF_OK:
             if frame is not None:
@@ -119,7 +113,7 @@ def _walk(data: bytes, n: int) -> tuple[int, int] | None:
             return None  # MPO: Pillow parses the frame index; let it
         elif marker in _PILLOW_MINIMUM:
             prefix, shortest = _PILLOW_MINIMUM[marker]
-            if length - 2 < shortest and data.startswith(prefix, start):
+            if end - start < shortest and data.startswith(prefix, start):
                 return None
         elif marker == 0xDA:
             if frame is None or end >= n - 2 or not _scan_header(data, start, end, frame[2]):
@@ -127,7 +121,7 @@ def _walk(data: bytes, n: int) -> tuple[int, int] | None:
             if not all(tq in quant for tq in frame[2].values()):
                 return None
             return frame[0], frame[1]
-        pos = end
+    return None  # not reached: the walk ends with the SOS or raises
 
 
 def _frame(data: bytes, start: int, end: int) -> tuple[int, int, dict[int, int]] | None:

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DecodeError
+from ..formats.jpeg_markers import segments as jpeg_segments
 
 # Start-of-frame markers that carry the image size (not DHT 0xC4, JPG 0xC8, DAC 0xCC).
 _SOF = frozenset({0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF})
 _PROGRESSIVE = frozenset({0xC2, 0xC6, 0xCA, 0xCE})
-# Markers without a length field.
-_STANDALONE = frozenset({0x01, 0xD0, 0xD1, 0xD2, 0xD3, 0xD4, 0xD5, 0xD6, 0xD7, 0xD8})
+_WANTED = _SOF | {0xE1}  # the frame header and EXIF
 _ORIENTATION_TAG = 0x0112
 
 
@@ -103,40 +103,20 @@ def info_from_pillow(img: Any) -> ImageInfo:
 
 def parse_jpeg_header(data: bytes, *, name: str | None = None) -> ImageInfo:
     """Walk the JPEG markers up to the first scan (SOS); see :func:`read_info`."""
-    n = len(data)
-    pos = 2
     frame: tuple[int, int, int, int, int] | None = None
     orientation = 0
-    while True:
-        # Markers may be preceded by fill bytes 0xFF; libjpeg also skips junk.
-        if pos < n and data[pos] != 0xFF:
-            pos = data.find(b"\xff", pos)
-            if pos < 0:
-                break
-        while pos < n and data[pos] == 0xFF:
-            pos += 1
-        if pos >= n:
-            break
-        marker = data[pos]
-        pos += 1
-        if marker in _STANDALONE:
-            continue
-        if marker == 0xD9 or pos + 2 > n:
-            break
-        seg_end = pos + ((data[pos] << 8) | data[pos + 1])
-        start = pos + 2
-        if seg_end < start or (seg_end > n and marker != 0xDA):
-            break
-        if marker in _SOF:
-            if seg_end - start < 6:
-                break
-            height, width = struct.unpack_from(">HH", data, start + 1)
-            frame = (height, width, data[start + 5], marker, data[start])
-        elif marker == 0xE1 and not orientation and data[start : start + 6] == b"Exif\x00\x00":
-            orientation = exif_orientation(data, start + 6, seg_end)
-        elif marker == 0xDA:
-            break
-        pos = seg_end
+    try:
+        # Junk between markers is skipped, as libjpeg does (with a warning).
+        for marker, start, end in jpeg_segments(data, only=_WANTED, resync=True, name=name):
+            if marker in _SOF:
+                if end - start < 6:
+                    break
+                height, width = struct.unpack_from(">HH", data, start + 1)
+                frame = (height, width, data[start + 5], marker, data[start])
+            elif marker == 0xE1 and not orientation and data[start : start + 6] == b"Exif\x00\x00":
+                orientation = exif_orientation(data, start + 6, end)
+    except DecodeError:
+        pass  # damage after the frame header is the decoder's to report; before it, the error below
     if frame is None:
         raise DecodeError(f"{name or 'JPEG bytes'}: no JPEG frame header before the image data (truncated or not a JPEG)")
     height, width, components, marker, precision = frame

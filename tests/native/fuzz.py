@@ -32,7 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 NATIVE = ROOT / "fastdata" / "decode" / "_native"
 HARNESS = Path(__file__).with_name("fuzz_cropdecode.c")
-SOURCES = [NATIVE / f"{name}.c" for name in ("cropdecode", "resample", "kernels", "segments", "restarts", "resegment", "huffman")]
+SOURCES = [NATIVE / f"{name}.c" for name in ("cropdecode", "resample", "kernels", "segments", "restarts", "resegment", "huffman",
+                                              "baseline")]
 FLAGS = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer"]
 ENV = {
     "ASAN_OPTIONS": "detect_leaks=1:allocator_may_return_null=1:abort_on_error=0:exitcode=99",

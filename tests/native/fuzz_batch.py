@@ -28,7 +28,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 NATIVE = ROOT / "fastdata" / "decode" / "_native"
-SOURCES = ["module", "batch", "cropdecode", "resample", "kernels", "segments", "restarts"]
+SOURCES = ["module", "batch", "cropdecode", "resample", "kernels", "segments", "restarts", "resegment", "huffman",
+           "baseline"]
 
 DRIVER = r'''
 import random, sys

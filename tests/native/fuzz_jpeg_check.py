@@ -24,6 +24,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 SOURCES = ROOT / "fastdata" / "formats" / "_native"
+MARKERS = ROOT / "fastdata" / "decode" / "_native"  # markers.h: the marker walk jpeg_check.c shares
 
 HARNESS = r"""
 #include <stdio.h>
@@ -66,7 +67,8 @@ def run(shared_data: Path, files: int, mutants: int, seed: int, workdir: Path) -
     (workdir / "harness.c").write_text(HARNESS)
     exe = workdir / "harness"
     subprocess.run([cc, "-g", "-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-                    f"-I{SOURCES}", str(workdir / "harness.c"), str(SOURCES / "jpeg_check.c"), "-o", str(exe)],
+                    f"-I{SOURCES}", f"-I{MARKERS}", str(workdir / "harness.c"), str(SOURCES / "jpeg_check.c"),
+                    "-o", str(exe)],
                    check=True, capture_output=True)
     rng = random.Random(seed)
     seeds = twin._seeds(shared_data)

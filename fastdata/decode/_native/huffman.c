@@ -10,6 +10,9 @@ int fd_huff_table(struct htable *t, const uint8_t *bits, const uint8_t *vals, in
         t->valoff[l] = k - code;
         t->maxcode[l] = bits[l - 1] ? code + bits[l - 1] - 1 : -1;
         for (int i = 0; i < bits[l - 1]; i++, k++, code++) {
+            /* More codes than l bits hold: refused below anyway, but not
+             * before they would be written past the end of look and skip. */
+            if (code >= (int32_t)1 << l) return 0;
             uint8_t sym = vals[k];
             t->vals[k] = sym;
             int r = sym >> 4, size = sym & 15;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "baseline.h"
 #include "huffman.h"
 #include "restarts.h"
 
@@ -39,8 +40,6 @@ struct scan {
     size_t nrst, cap;
 };
 
-static unsigned be16(const uint8_t *p) { return (unsigned)p[0] << 8 | p[1]; }
-
 static int read_dht(struct layout *L, const uint8_t *s, unsigned len) {
     uint8_t bits[16], vals[256 + 12];
     while (len > 0) {
@@ -61,60 +60,39 @@ static int read_dht(struct layout *L, const uint8_t *s, unsigned len) {
     return 1;
 }
 
+/* Reads each DHT as the walk meets it. fd_read_baseline lets reserved
+ * markers (0x02-0xBF) and JPG (0xC8) through, as segments.c copies them;
+ * this rewriter declines them and leaves the file to libjpeg. */
+static int read_tables(void *ctx, const uint8_t *d, const fd_segment *seg) {
+    if (seg->code < 0xC0 || seg->code == 0xC8) return 0;
+    return seg->code != 0xC4 || read_dht(ctx, d + seg->start, (unsigned)(seg->end - seg->start));
+}
+
 /* The markers before the scan: 1 if this file is one this code rewrites. */
 static int read_header(const uint8_t *d, size_t size, struct layout *L) {
-    int ids[3], hs[3], vs[3], ncomp = 0;
-    unsigned width = 0, height = 0;
-    if (size < 4 || d[0] != 0xFF || d[1] != 0xD8) return 0;
-    for (size_t p = 2;;) {
-        if (p + 4 > size || d[p] != 0xFF) return 0;
-        unsigned m = d[p + 1], len = be16(d + p + 2);
-        if (len < 2 || p + 2 + len > size) return 0;
-        const uint8_t *s = d + p + 4;
-        len -= 2;
-        if (m == 0xC0 || m == 0xC1) {
-            if (ncomp || len < 6 || s[0] != 8) return 0;
-            height = be16(s + 1), width = be16(s + 3), ncomp = s[5];
-            if (!height || !width || (ncomp != 1 && ncomp != 3) || len != 6 + 3u * (unsigned)ncomp) return 0;
-            for (int i = 0; i < ncomp; i++) {
-                ids[i] = s[6 + 3 * i], hs[i] = s[7 + 3 * i] >> 4, vs[i] = s[7 + 3 * i] & 15;
-                if (hs[i] < 1 || hs[i] > 4 || vs[i] < 1 || vs[i] > 4 || (ncomp == 1 && (hs[i] != 1 || vs[i] != 1))) return 0;
-                for (int j = 0; j < i; j++)
-                    if (ids[j] == ids[i]) return 0;
-            }
-        } else if (m == 0xC4) {
-            if (!read_dht(L, s, len)) return 0;
-        } else if (m == 0xDA) {
-            if (!ncomp || len < 1 || s[0] != ncomp || len != 4 + 2u * (unsigned)ncomp) return 0;
-            const uint8_t *t = s + 1 + 2 * ncomp;
-            if (t[0] != 0 || t[1] != 63 || t[2] != 0) return 0;
-            int hmax = 1, vmax = 1;
-            for (int i = 0; i < ncomp; i++) hmax = hs[i] > hmax ? hs[i] : hmax, vmax = vs[i] > vmax ? vs[i] : vmax;
-            L->ncomp = ncomp, L->nblocks = 0;
-            for (int j = 0; j < ncomp; j++) {
-                int c = 0;
-                while (c < ncomp && ids[c] != s[1 + 2 * j]) c++;
-                for (int i = 0; i < j; i++)
-                    if (s[1 + 2 * i] == s[1 + 2 * j]) return 0;
-                if (c == ncomp) return 0;
-                L->dc[j] = s[2 + 2 * j] >> 4, L->ac[j] = s[2 + 2 * j] & 15;
-                if (L->dc[j] > 3 || L->ac[j] > 3 || !L->tables[0][L->dc[j]].defined || !L->tables[1][L->ac[j]].defined) return 0;
-                int n = ncomp == 1 ? 1 : hs[c] * vs[c];
-                if (L->nblocks + n > MAX_BLOCKS) return 0;
-                for (int b = 0; b < n; b++) L->comp[L->nblocks + b] = j, L->first[L->nblocks + b] = b == 0;
-                L->nblocks += n;
-            }
-            L->mx = (width + 8 * hmax - 1) / (8 * hmax), L->my = (height + 8 * vmax - 1) / (8 * vmax);
-            L->sos = p, L->scan = p + 4 + len;
-            return 1;
-        } else if (m == 0xDD) {
-            if (len != 2) return 0;
-            L->restart = be16(s);
-        } else if (m < 0xC0 || (m >= 0xC2 && m <= 0xCF) || (m >= 0xD0 && m <= 0xD9) || m == 0xDC) {
-            return 0; /* other frames, DNL, standalone markers */
-        }
-        p += 4 + len;
+    fd_baseline h;
+    if (!fd_read_baseline(d, size, &h, read_tables, L)) return 0;
+    for (int i = 0; i < h.ncomp; i++)
+        for (int j = 0; j < i; j++)
+            if (h.id[j] == h.id[i]) return 0;
+    const uint8_t *s = d + h.sos + 4; /* the scan header: count, then (id, tables) per component */
+    L->ncomp = h.ncomp, L->nblocks = 0;
+    for (int j = 0; j < h.ncomp; j++) {
+        int c = 0;
+        while (c < h.ncomp && h.id[c] != s[1 + 2 * j]) c++;
+        for (int i = 0; i < j; i++)
+            if (s[1 + 2 * i] == s[1 + 2 * j]) return 0;
+        if (c == h.ncomp) return 0;
+        L->dc[j] = s[2 + 2 * j] >> 4, L->ac[j] = s[2 + 2 * j] & 15;
+        if (L->dc[j] > 3 || L->ac[j] > 3 || !L->tables[0][L->dc[j]].defined || !L->tables[1][L->ac[j]].defined) return 0;
+        int n = h.ncomp == 1 ? 1 : h.h[c] * h.v[c];
+        if (L->nblocks + n > MAX_BLOCKS) return 0;
+        for (int b = 0; b < n; b++) L->comp[L->nblocks + b] = j, L->first[L->nblocks + b] = b == 0;
+        L->nblocks += n;
     }
+    L->mx = (h.width + 8 * h.hmax - 1) / (8 * h.hmax), L->my = (h.height + 8 * h.vmax - 1) / (8 * h.vmax);
+    L->sos = h.sos, L->scan = h.scan, L->restart = h.restart;
+    return 1;
 }
 
 /* Fills S from the scan's bytes. FD_RESEGMENT_DECLINED when a marker other
@@ -215,20 +193,19 @@ static int write_scan(const struct layout *L, struct writer *w, const struct sca
 static int copy_header(const uint8_t *d, size_t sos, struct writer *w) {
     uint8_t bits[16], vals[256 + 12];
     memcpy(w->buf, d, 2), w->len = 2;
-    for (size_t p = 2; p < sos;) { /* read_header has checked these lengths */
-        unsigned m = d[p + 1], len = be16(d + p + 2);
+    fd_segment seg;
+    for (size_t p = 2; p < sos; p = seg.end) {
+        if (fd_next_segment(d, sos, p, 0, &seg) != FD_SEGMENT_OK) return FD_RESEGMENT_DECLINED; /* read_header accepted each */
+        unsigned m = seg.code, len = (unsigned)(seg.end - seg.at - 2);
         if (!reserve(w, 2 + len + 12 * (len / 17 + 1))) return FD_NOMEM;
-        if (m == 0xDD) { /* the source's DRI: the new one goes before the SOS */
-            p += 2 + len;
-            continue;
-        }
+        if (m == 0xDD) continue; /* the source's DRI: the new one goes before the SOS */
         if (m != 0xC4) {
-            memcpy(w->buf + w->len, d + p, 2 + len), w->len += 2 + len, p += 2 + len;
+            memcpy(w->buf + w->len, d + p, 2 + len), w->len += 2 + len;
             continue;
         }
         size_t at = w->len;
         w->len += 4;
-        for (const uint8_t *s = d + p + 4, *end = d + p + 2 + len; s < end;) {
+        for (const uint8_t *s = d + seg.start, *end = d + seg.end; s < end;) {
             unsigned n = 0;
             for (int l = 0; l < 16; l++) n += s[1 + l];
             if (s[0] >> 4 == 0) {
@@ -243,7 +220,6 @@ static int copy_header(const uint8_t *d, size_t sos, struct writer *w) {
         size_t seglen = w->len - at - 2;
         if (seglen > 0xFFFF) return FD_RESEGMENT_DECLINED;
         w->buf[at] = 0xFF, w->buf[at + 1] = 0xC4, w->buf[at + 2] = (uint8_t)(seglen >> 8), w->buf[at + 3] = (uint8_t)seglen;
-        p += 2 + len;
     }
     return FD_OK;
 }

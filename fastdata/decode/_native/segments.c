@@ -10,86 +10,40 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "baseline.h"
+
 #define MAX_KEPT 64
 
 int fd_allow_segments = 1;
 
 struct layout {
-    unsigned width, height, restart;
-    int comps, hmax, vmax;
-    int hmin, vmin;               /* smallest sampling factors: below the max, chroma is upsampled */
-    size_t sof;                   /* offset of the SOF segment's marker */
+    fd_baseline h;                /* the header (baseline.h) */
     size_t kept[MAX_KEPT][2];     /* header segments copied: offset, length */
     int nkept;
-    size_t scan;                  /* first entropy-coded byte */
 };
 
-static unsigned be16(const uint8_t *p) { return (unsigned)p[0] << 8 | p[1]; }
-
-/* Markers before the scan. APPn other than APP0 (JFIF) and APP14 (Adobe),
- * which decide the colour space, and COM are left out: EXIF and ICC can be
- * tens of kilobytes and the decoder ignores them (orientation is the
- * caller's). */
-static int read_header(const uint8_t *d, size_t size, struct layout *L) {
-    if (size < 4 || d[0] != 0xFF || d[1] != 0xD8) return 0;
-    size_t p = 2;
-    for (;;) {
-        if (p + 4 > size || d[p] != 0xFF) return 0; /* junk between markers: libjpeg warns */
-        unsigned m = d[p + 1], len = be16(d + p + 2);
-        if (len < 2 || p + 2 + len > size) return 0;
-        const uint8_t *s = d + p + 4;
-        if (m == 0xC0 || m == 0xC1) {
-            if (L->comps || len < 8) return 0;
-            L->height = be16(s + 1);
-            L->width = be16(s + 3);
-            L->comps = s[5];
-            if (s[0] != 8 || L->height == 0 || L->width == 0 || (L->comps != 1 && L->comps != 3) ||
-                len != 8 + 3u * (unsigned)L->comps)
-                return 0;
-            for (int i = 0; i < L->comps; i++) {
-                int h = s[7 + 3 * i] >> 4, v = s[7 + 3 * i] & 15;
-                if (h < 1 || h > 4 || v < 1 || v > 4) return 0;
-                /* A lone component's MCU is one block whatever its factors;
-                 * keep the iMCU row one block high too. */
-                if (L->comps == 1 && (h != 1 || v != 1)) return 0;
-                if (h > L->hmax) L->hmax = h;
-                if (v > L->vmax) L->vmax = v;
-                if (!L->hmin || h < L->hmin) L->hmin = h;
-                if (!L->vmin || v < L->vmin) L->vmin = v;
-            }
-            L->sof = p;
-        } else if ((m >= 0xC2 && m <= 0xCF && m != 0xC4 && m != 0xC8) || m == 0xDC) {
-            return 0; /* progressive, lossless, arithmetic, DNL */
-        } else if (m == 0xDD) {
-            if (len != 4) return 0;
-            L->restart = be16(s);
-        } else if (m == 0xDA) {
-            /* Every component in one baseline scan (Ss=0, Se=63, Ah=Al=0). */
-            if (!L->comps || len != 6 + 2u * s[0] || s[0] != L->comps) return 0;
-            const uint8_t *t = s + 1 + 2 * s[0];
-            if (t[0] != 0 || t[1] != 63 || t[2] != 0) return 0;
-            L->scan = p + 2 + len;
-        } else if (m == 0xD8 || m == 0xD9 || m == 0x01 || (m >= 0xD0 && m <= 0xD7)) {
-            return 0; /* standalone markers have no length */
-        }
-        int keep = m == 0xDA || !((m >= 0xE1 && m <= 0xED) || m == 0xEF || m == 0xFE);
-        if (keep) {
-            if (L->nkept == MAX_KEPT) return 0;
-            L->kept[L->nkept][0] = p;
-            L->kept[L->nkept][1] = 2 + len;
-            L->nkept++;
-        }
-        p += 2 + len;
-        if (m == 0xDA) return L->restart > 0;
-    }
+/* Keeps the markers before the scan, and the SOS, but APPn other than APP0
+ * (JFIF) and APP14 (Adobe), which decide the colour space, and COM: EXIF and
+ * ICC can be tens of kilobytes and the decoder ignores them (orientation is
+ * the caller's). */
+static int keep_segment(void *ctx, const uint8_t *d, const fd_segment *seg) {
+    struct layout *L = ctx;
+    unsigned m = seg->code;
+    (void)d;
+    if ((m >= 0xE1 && m <= 0xED) || m == 0xEF || m == 0xFE) return 1;
+    if (L->nkept == MAX_KEPT) return 0;
+    L->kept[L->nkept][0] = seg->at;
+    L->kept[L->nkept][1] = seg->end - seg->at;
+    L->nkept++;
+    return 1;
 }
 
 /* ends[i]: where segment i's entropy data ends (its RST, or the EOI for the
- * last); it starts 2 bytes after ends[i - 1] (at L->scan for the first).
+ * last); it starts 2 bytes after ends[i - 1] (at L->h.scan for the first).
  * 0 unless exactly n segments, RSTs numbered 0..7 in turn, and the EOI is the
  * file's last two bytes. */
 static int find_segments(const uint8_t *d, size_t size, const struct layout *L, size_t *ends, size_t n) {
-    size_t q = L->scan, count = 0;
+    size_t q = L->h.scan, count = 0;
     for (;;) {
         const uint8_t *f = q < size ? memchr(d + q, 0xFF, size - q) : NULL;
         if (!f) return 0;
@@ -126,25 +80,25 @@ int fd_restart_view(const uint8_t *d, size_t size, int denom, const int region[4
     struct layout L;
     memset(&L, 0, sizeof(L));
     memset(view, 0, sizeof(*view));
-    if (!fd_allow_segments || !read_header(d, size, &L)) return 0;
-    if (max_pixels && (uint64_t)L.width * L.height > max_pixels) return 0;
-    unsigned out_h = (L.height + (unsigned)denom - 1) / (unsigned)denom, out_w = (L.width + (unsigned)denom - 1) / (unsigned)denom;
+    if (!fd_allow_segments || !fd_read_baseline(d, size, &L.h, keep_segment, &L) || !L.h.restart) return 0;
+    if (max_pixels && (uint64_t)L.h.width * L.h.height > max_pixels) return 0;
+    unsigned out_h = (L.h.height + (unsigned)denom - 1) / (unsigned)denom, out_w = (L.h.width + (unsigned)denom - 1) / (unsigned)denom;
     if ((unsigned)region[0] + (unsigned)region[2] > out_h || (unsigned)region[1] + (unsigned)region[3] > out_w)
         return 0; /* the whole-file path says what is wrong */
-    unsigned mw = 8u * (unsigned)L.hmax, mh = 8u * (unsigned)L.vmax; /* MCU size, full-scale pixels */
-    unsigned cols = (L.width + mw - 1) / mw, rows = (L.height + mh - 1) / mh, R = L.restart;
+    unsigned mw = 8u * (unsigned)L.h.hmax, mh = 8u * (unsigned)L.h.vmax; /* MCU size, full-scale pixels */
+    unsigned cols = (L.h.width + mw - 1) / mw, rows = (L.h.height + mh - 1) / mh, R = L.h.restart;
     /* Segments of whole rows (k rows each) or of row chunks (per_row each row). */
     unsigned k = R % cols == 0 ? R / cols : 0, per_row = k ? 0 : cols % R == 0 ? cols / R : 0;
     if (!k && !per_row) return 0;
     size_t n = ((size_t)cols * rows + R - 1) / R;
     unsigned r_lo, r_hi, c_lo = 0, c_hi = cols - 1;
     /* Without subsampling nothing is upsampled: no margin (4:4:4 and grey). */
-    mcu_span(region[0], region[2], (int)mh / denom, rows, L.vmin < L.vmax, &r_lo, &r_hi);
+    mcu_span(region[0], region[2], (int)mh / denom, rows, L.h.vmin < L.h.vmax, &r_lo, &r_hi);
     if (k) {
         r_lo = r_lo / k * k; /* whole segments */
         r_hi = (r_hi / k + 1) * k - 1 < rows - 1 ? (r_hi / k + 1) * k - 1 : rows - 1;
     } else {
-        mcu_span(region[1], region[3], (int)mw / denom, cols, L.hmin < L.hmax, &c_lo, &c_hi);
+        mcu_span(region[1], region[3], (int)mw / denom, cols, L.h.hmin < L.h.hmax, &c_lo, &c_hi);
         c_lo = c_lo / R * R;
         c_hi = c_hi / R * R + R - 1;
     }
@@ -170,10 +124,10 @@ int fd_restart_view(const uint8_t *d, size_t size, int denom, const int region[4
     out[o++] = 0xFF;
     out[o++] = 0xD8;
     for (int i = 0; i < L.nkept; i++) {
-        if (L.kept[i][0] == L.sof) { /* the new frame size: Y at +5, X at +7 */
-            unsigned h = r_hi == rows - 1 ? L.height - r_lo * mh : (r_hi - r_lo + 1) * mh;
-            unsigned w = c_hi == cols - 1 ? L.width - c_lo * mw : (c_hi - c_lo + 1) * mw;
-            memcpy(out + o, d + L.sof, L.kept[i][1]);
+        if (L.kept[i][0] == L.h.sof) { /* the new frame size: Y at +5, X at +7 */
+            unsigned h = r_hi == rows - 1 ? L.h.height - r_lo * mh : (r_hi - r_lo + 1) * mh;
+            unsigned w = c_hi == cols - 1 ? L.h.width - c_lo * mw : (c_hi - c_lo + 1) * mw;
+            memcpy(out + o, d + L.h.sof, L.kept[i][1]);
             out[o + 5] = (uint8_t)(h >> 8), out[o + 6] = (uint8_t)h;
             out[o + 7] = (uint8_t)(w >> 8), out[o + 8] = (uint8_t)w;
         } else {
@@ -187,7 +141,7 @@ int fd_restart_view(const uint8_t *d, size_t size, int denom, const int region[4
                 out[o++] = 0xFF;
                 out[o++] = (uint8_t)(0xD0 + (used - 1) % 8);
             }
-            size_t start = s ? ends[s - 1] + 2 : L.scan;
+            size_t start = s ? ends[s - 1] + 2 : L.h.scan;
             memcpy(out + o, d + start, ends[s] - start);
             o += ends[s] - start;
             used++;

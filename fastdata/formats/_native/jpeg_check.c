@@ -10,6 +10,8 @@
 
 #include <string.h>
 
+#include "markers.h" /* fastdata/decode/_native: the walk the crop path uses too */
+
 typedef struct {
     const unsigned char *d;
     size_t n;
@@ -134,20 +136,18 @@ int fd_jpeg_passthrough(const unsigned char *data, size_t n, int has_limit, unsi
                         unsigned *height, unsigned *width) {
     span s = {data, n};
     if (n < 4 || data[0] != 0xFF || data[1] != 0xD8 || data[n - 2] != 0xFF || data[n - 1] != 0xD9) return FD_JPEG_NO;
-    size_t pos = 2;
     int have_frame = 0, exif_seen = 0;
     unsigned quant = 0;
-    frame_info f;
-    for (;;) {
-        if (pos >= n || data[pos] != 0xFF) return FD_JPEG_NO;
-        while (pos < n && data[pos] == 0xFF) pos++;
-        if (pos >= n) return FD_JPEG_NO; /* IndexError */
-        unsigned marker = data[pos++];
-        if (marker < 0xC0 || is_unsure(marker) || (0xD0 <= marker && marker <= 0xD7)) return FD_JPEG_NO;
-        if (pos + 1 >= n) return FD_JPEG_NO; /* IndexError */
-        size_t length = (size_t)data[pos] << 8 | data[pos + 1];
-        size_t start = pos + 2, end = pos + length;
-        if (length < 2 || end > n - 2) return FD_JPEG_NO;
+    frame_info f = {0}; /* read only once have_frame is set; zeroed for the compiler */
+    fd_segment seg;
+    for (size_t pos = 2;; pos = seg.end) {
+        /* junk between segments, a file that ends inside a marker (IndexError),
+         * a standalone marker (TEM, RSTn, SOI, EOI) or a bad length: all "no" */
+        if (fd_next_segment(data, n, pos, FD_SEGMENT_FILL, &seg) != FD_SEGMENT_OK) return FD_JPEG_NO;
+        unsigned marker = seg.code;
+        if (marker < 0xC0 || is_unsure(marker)) return FD_JPEG_NO;
+        size_t start = seg.start, end = seg.end, length = end - start + 2;
+        if (end > n - 2) return FD_JPEG_NO;
         if (marker == 0xC0 || marker == 0xC1 || marker == 0xC2) {
             if (have_frame || !parse_frame(s, start, end, has_limit, limit, &f)) return FD_JPEG_NO;
             have_frame = 1;
@@ -178,6 +178,5 @@ int fd_jpeg_passthrough(const unsigned char *data, size_t n, int has_limit, unsi
             *width = f.width;
             return FD_JPEG_YES;
         }
-        pos = end;
     }
 }

@@ -1,0 +1,103 @@
+"""The walk over a JPEG's marker segments, from SOI to the first scan (SOS).
+
+One walk for every Python reader of JPEG headers: :mod:`fastdata.decode.info`
+(size, orientation, frame type) and the converter's structural check
+(``converters/jpeg_check.py``). It reads framing only (where each segment
+starts and ends); what a marker means, and which markers a reader accepts,
+stay with the reader. The C twin is ``fastdata/decode/_native/markers.h``.
+
+It lives beside :mod:`.images` rather than in :mod:`fastdata.decode` so that
+the converter, which stores most JPEGs without decoding them, can use it
+without importing the decoders (and NumPy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..errors import DecodeError
+
+__all__ = ["segments"]
+
+#: Markers without a length field (ITU T.81 B.1.1.3): TEM, RST0-7, SOI. EOI, the
+#: other one, ends the walk.
+STANDALONE = frozenset({0x01, 0xD0, 0xD1, 0xD2, 0xD3, 0xD4, 0xD5, 0xD6, 0xD7, 0xD8})
+EOI = 0xD9
+SOS = 0xDA
+_NO_LENGTH = STANDALONE | {EOI}
+_EVERY = frozenset(range(256))
+
+
+def segments(data: bytes | bytearray, *, only: frozenset[int] | None = None, resync: bool = False,
+             name: str | None = None) -> Iterator[tuple[int, int, int]]:
+    """Yield ``(marker, start, end)`` for each marker segment after SOI, up to and including the first SOS.
+
+    ``data[start:end]`` is the segment's payload, after its two length bytes
+    (offsets, not slices: an EXIF or ICC segment can be tens of kilobytes).
+    A standalone marker (TEM, RSTn, SOI) has ``start == end``. After the SOS,
+    ``end`` is the first byte of entropy-coded data and the walk stops. Fill
+    bytes (``0xFF`` repeated before a marker) are skipped.
+
+    Args:
+        data: the whole file.
+        only: yield only these markers (every segment is still walked and
+            checked); ``None``, every one. On the hot path of ``read_info``
+            this saves most of the cost of a generator.
+        resync: skip junk between segments to the next ``0xFF``, as libjpeg
+            does (with a warning); otherwise junk is an error.
+        name: what the caller calls the image, for error messages.
+
+    Raises:
+        DecodeError: naming the offset, when the data does not start with SOI,
+            has junk between segments (``resync=False``), reaches EOI before any
+            scan, ends inside a marker or its length field, or has a segment
+            length under 2 or past the end of the data.
+    """
+    n = len(data)
+    if n < 2 or data[0] != 0xFF or data[1] != 0xD8:
+        raise DecodeError(f"{name or 'JPEG bytes'}: not a JPEG: no start-of-image marker (FF D8) at offset 0")
+    wanted = _EVERY if only is None else only
+    no_length = _NO_LENGTH  # a local: read_info walks a dozen segments per call
+    pos = 2
+    while True:
+        if pos + 1 < n and data[pos] == 0xFF:
+            marker = data[pos + 1]
+            pos += 2
+        elif pos < n and data[pos] != 0xFF:
+            if not resync:
+                raise DecodeError(
+                    f"{name or 'JPEG bytes'}: byte 0x{data[pos]:02X} at offset {pos} where a JPEG marker should start "
+                    "(junk between segments)")
+            pos = data.find(b"\xff", pos)
+            if pos < 0:
+                pos = n
+            continue
+        else:
+            raise DecodeError(f"{name or 'JPEG bytes'}: the data ends at offset {n}, inside the JPEG header "
+                              "before the first scan (truncated)")
+        if marker == 0xFF:  # a fill byte: the marker is further on
+            pos -= 1
+            continue
+        if marker in no_length:
+            if marker == EOI:
+                raise DecodeError(f"{name or 'JPEG bytes'}: end-of-image marker at offset {pos - 2} "
+                                  "before any scan: the file holds no image data")
+            if marker in wanted:
+                yield marker, pos, pos
+            continue
+        if pos + 2 > n:
+            raise DecodeError(f"{name or 'JPEG bytes'}: the data ends at offset {n}, inside the length of "
+                              f"JPEG marker 0x{marker:02X} (truncated)")
+        start = pos + 2
+        end = pos + ((data[pos] << 8) | data[pos + 1])
+        if end < start:
+            raise DecodeError(f"{name or 'JPEG bytes'}: JPEG marker 0x{marker:02X} at offset {pos - 2} gives "
+                              f"segment length {end - pos}, less than its own 2 length bytes")
+        if end > n:
+            raise DecodeError(f"{name or 'JPEG bytes'}: JPEG marker 0x{marker:02X} at offset {pos - 2} gives a "
+                              f"segment that runs {end - n} bytes past the end of the {n}-byte data (truncated)")
+        if marker in wanted:
+            yield marker, start, end
+        if marker == SOS:
+            return
+        pos = end
