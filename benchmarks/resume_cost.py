@@ -235,6 +235,8 @@ def main() -> int:
     parser.add_argument("--batches", type=int, default=1500, help="batches per timed epoch (per_batch)")
     parser.add_argument("--base", default="HEAD", help="the commit the base reads the changed files from")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--quick", action="store_true",
+                        help="the state figures only (no base checkout: runs outside a git clone)")
     args = parser.parse_args()
     import torch
 
@@ -248,14 +250,19 @@ def main() -> int:
         "map_style": _map_chain(),
         "stream_order": _stream_chain(),
     }
-    with tempfile.TemporaryDirectory() as tmp:
-        base = str(_base_checkout(args.base, Path(tmp)))
-        result["sequential"] = _sequential(base)
-        result["per_batch"] = _per_batch(base, args.rounds, args.batches)
+    if not args.quick:
+        with tempfile.TemporaryDirectory() as tmp:
+            base = str(_base_checkout(args.base, Path(tmp)))
+            result["sequential"] = _sequential(base)
+            result["per_batch"] = _per_batch(base, args.rounds, args.batches)
     for part in ("map_style", "stream_order"):
         print(part)
         for row in result[part]:
             print("  " + ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1))
+    if args.quick:
+        return 0
     print("stream reads (share of reads, mean over ranks)")
     for name, row in result["sequential"].items():
         print(f"  {name}: next record {row['next']:.3f}, forward in the shard {row['forward']:.3f}, "

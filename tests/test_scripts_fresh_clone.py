@@ -24,7 +24,9 @@ QUICK = {
     "convert_scaling.py": ["--quick"],
     "restart_marker_cost.py": ["--quick"],
     "bench_stability.py": ["--quick"],
+    "resume_cost.py": ["--quick"],
 }
+NO_CONVERTERS = {"resume_cost.py"}  # the library alone: nothing of fastdata.converters to miss
 # Scripts for the GPU machine (gpu_*.py): --help here (a run needs CUDA and minutes).
 HELP_ONLY = {n for n in NAMED if n.startswith("gpu_") and n.endswith(".py")}
 # Shell scripts (gpu_check.sh runs the cuda-marked tests and the GPU benchmarks under time boxes): syntax checked.
@@ -86,7 +88,7 @@ def test_each_named_shell_script_parses(clone, name):
     assert done.returncode == 0, done.stderr
 
 
-@pytest.mark.parametrize("name", [n for n in NAMED if n in QUICK])
+@pytest.mark.parametrize("name", [n for n in NAMED if n in QUICK and n not in NO_CONVERTERS])
 def test_without_fastdata_converters_each_script_says_so_in_one_line(clone, decoy_cwd, tmp_path, name):
     """The decoy on PYTHONPATH stands for an install that lacks fastdata.converters."""
     done = _run([sys.executable, str(clone / "benchmarks" / name), *QUICK[name]], cwd=tmp_path,
