@@ -1,4 +1,4 @@
-"""The ``fastdata`` command: ``convert``, ``merge``, ``inspect``, ``verify``, ``index``, ``bench``.
+"""The ``fastdata`` command: ``convert``, ``merge``, ``inspect``, ``verify``, ``index``, ``bench``, ``doctor``.
 
 Exit codes, the same for every subcommand: 0 success; 1 the command ran and
 found problems (files skipped during a conversion, damage found by
@@ -32,6 +32,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .bench_convert import run_bench
 
         return run_bench(argv[1:])
+    if argv[:1] == ["doctor"]:  # the library's own command (fastdata.doctor), with its own parser
+        from fastdata.doctor import main as doctor_main
+
+        return doctor_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
@@ -88,6 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_verify(sub)
     _add_index(sub)
     sub.add_parser("bench", help="run the loading benchmarks (fastdata.bench; `fastdata bench --help`)", add_help=False)
+    sub.add_parser("doctor", help="is training waiting for data? the loader, a step and both together "
+                   "(`fastdata doctor --help`)", add_help=False)
     return parser
 
 

@@ -31,6 +31,7 @@ _LAZY = {
     "remote": "fastdata.remote",
     "seed_everything": "fastdata.loading.seeding",
     "seed_worker": "fastdata.loading.seeding",
+    "watch": "fastdata.loading.watcher",
 }
 # RecordIODataset, TFRecordStream...: the per-format aliases the format registry lists
 _LAZY.update({name: "fastdata.datasets" for name in _registry.public_names()})
@@ -50,6 +51,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names reso
     from .loading.prefetch import CUDAPrefetcher
     from .loading.seeding import seed_everything, seed_worker
     from .loading.settings import Prefetch, Workers
+    from .loading.watcher import watch
 
 
 def __getattr__(name: str) -> Any:

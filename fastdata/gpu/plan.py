@@ -115,8 +115,21 @@ class GPUSamples(Dataset):
         self.plans, self.keyed, self.accepts = plans, keyed, accepts
         self.backend = getattr(plans.transform, "backend", "auto")
 
+    clock: Any = None  # set by the loader: its workers' stage times (Loader.stats)
+
     def __len__(self) -> int:
         return len(self.keyed)
+
+    def __getitems__(self, keys: list[Any]) -> list[GPUSample]:
+        # torch's DataLoader fetches a batch's samples through here: where a worker's
+        # batch begins, and the time to read and plan them (and to finish on the CPU
+        # the images the GPU decoder does not take)
+        clock = self.clock
+        if clock is None:
+            return [self[key] for key in keys]
+        clock.batch_started()
+        with clock.span("read+plan"):
+            return [self[key] for key in keys]
 
     def __getitem__(self, key: Any) -> GPUSample:
         (sample,) = self.plans.plans([key])

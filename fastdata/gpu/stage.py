@@ -23,9 +23,11 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError
+from ..loading.clock import named_range
 from .ahead import Ahead
 from .backends import Decoder, cuda_device
 from .batch import EncodedBatch
+from .device_times import DeviceTimes
 from .resample import both_weights, chunks, crop_resize, pack, round_up
 
 __all__ = ["GPUBatches"]
@@ -92,6 +94,7 @@ class GPUBatches:
         self.loader, self.device, self.decoder, self.fallback = loader, torch.device(device), decoder, fallback
         self.depth, self.chosen = int(depth), chosen
         self.times: Counter[str] = Counter()
+        self.device_clock = DeviceTimes()  # Loader.stats: the device's seconds per step (CUDA events)
         self.dtype, self.memory_format, self.budget = dtype, memory_format, int(budget)
         self.normalise = not (mean is None and std is None and dtype is None)
         mean3 = (mean or (0.0,)) * (3 if len(mean or (0.0,)) == 1 else 1)
@@ -210,6 +213,11 @@ class GPUBatches:
         n = max(1, int(self.times["batches"]))
         return {k: round(1000 * v / n, 3) for k, v in self.times.items() if k != "batches"} | {"batches": n}
 
+    def device_times(self) -> dict[str, float]:
+        """Device seconds by step (``decode``, ``resample``) over the batches
+        whose events have completed; empty off CUDA."""
+        return self.device_clock.totals()
+
     def _finish(self, batch: EncodedBatch) -> tuple[torch.Tensor, Any, EncodedBatch, list[Any]]:
         if not isinstance(batch, EncodedBatch):
             raise ConfigError(f"decode='cuda' expects EncodedCollate's batches, got {type(batch).__name__}")
@@ -220,8 +228,10 @@ class GPUBatches:
         clock, images = time.perf_counter, []
         if len(batch.gpu):
             t0 = clock()
-            with _on(stream):
+            with _on(stream), named_range("fastdata.gpu.decode"):
+                started = self.device_clock.start(self.device)
                 images, rejected = self._decode(batch)
+                self.device_clock.stop("decode", started)
             t1 = clock()
             self.times["decode"] += t1 - t0
             if rejected:
@@ -233,8 +243,10 @@ class GPUBatches:
         t0 = time.perf_counter()
         # float32 throughout, whatever autocast the caller runs under (bmm would
         # otherwise hand bf16 to a float32 buffer)
-        with torch.autocast(self.device.type, enabled=False):
+        with torch.autocast(self.device.type, enabled=False), named_range("fastdata.gpu.resample"):
+            started = self.device_clock.start(self.device)
             result = self._assemble(batch, images, self.device, *batch.out_size)
+            self.device_clock.stop("resample", started)
         self.times["resample"] += time.perf_counter() - t0
         self.times["batches"] += 1
         return result

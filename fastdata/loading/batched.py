@@ -21,6 +21,7 @@ fallback apply to it exactly as on the per-sample path.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import torch
@@ -28,6 +29,7 @@ import torch
 from ..datasets.policy import DATA_ERRORS
 from ..decode.batch import Request, batch_available, batch_request, decode_batch
 from ..decode.native import wants_native
+from .clock import NO_CLOCK, StageClock
 from .collate import FastCollate, _copy, _empty_batch, _source, collate_targets
 from .planned import PlannedSample, SamplePlans
 
@@ -43,6 +45,7 @@ class BatchedPlans:
 
     def __init__(self, plans: SamplePlans, collate: FastCollate) -> None:
         self.plans, self.keyed, self.collate = plans, plans.keyed, collate
+        self.clock: StageClock = NO_CLOCK  # Loader.stats: read+plan, then the one decode+collate call
 
     @classmethod
     def of(cls, keyed: Any, collate_fn: Any) -> BatchedPlans | None:
@@ -58,28 +61,33 @@ class BatchedPlans:
         return self.collate([self.keyed[key] for key in keys])
 
     def __call__(self, keys: list[Any]) -> Any:
-        planned = self.plans.plans(keys)
+        clock = self.clock
+        with clock.span("read+plan"):
+            planned = self.plans.plans(keys)
         sizes = {p.plan.size for p in planned if p is not None}
         if len(sizes) != 1:
-            return self._per_sample(keys)  # nothing planned, or sizes the collate will name in its error
+            with clock.span("redo"):
+                return self._per_sample(keys)  # nothing planned, or sizes the collate will name in its error
         (h, w), = sizes
-        out = _empty_batch((len(keys), 3, h, w), self.collate.memory_format, self.collate.pin_memory)
-        hwc = out.permute(0, 2, 3, 1).numpy()
-        items, redo = [], []
-        for slot, p in enumerate(planned):
-            request = _request(p) if p is not None else None
-            if request is None:
-                redo.append(slot)
-            else:
-                items.append((slot, p.data, request))  # type: ignore[union-attr]
-        redo += [items[position][0] for position, _, _ in decode_batch(hwc, items)]
+        with clock.span("decode+collate"):
+            out = _empty_batch((len(keys), 3, h, w), self.collate.memory_format, self.collate.pin_memory)
+            hwc = out.permute(0, 2, 3, 1).numpy()
+            items, redo = [], []
+            for slot, p in enumerate(planned):
+                request = _request(p) if p is not None else None
+                if request is None:
+                    redo.append(slot)
+                else:
+                    items.append((slot, p.data, request))  # type: ignore[union-attr]
+            redo += [items[position][0] for position, _, _ in decode_batch(hwc, items)]
         targets = [p.target if p is not None else None for p in planned]
-        for slot in sorted(redo):
-            image, targets[slot] = self.keyed[keys[slot]]
-            src = _source(image, slot)
-            if src.shape != (3, h, w):
-                return self._per_sample(keys)  # its error names the sizes
-            _copy(out, hwc, slot, src, self.collate.memory_format == torch.channels_last)
+        with clock.span("redo") if redo else contextlib.nullcontext():
+            for slot in sorted(redo):
+                image, targets[slot] = self.keyed[keys[slot]]
+                src = _source(image, slot)
+                if src.shape != (3, h, w):
+                    return self._per_sample(keys)  # its error names the sizes
+                _copy(out, hwc, slot, src, self.collate.memory_format == torch.channels_last)
         return out, collate_targets(targets)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from torch.utils.data import Dataset
 
 from ..order.generators import KeyScope, Seeding
+from .clock import StageClock
 
 __all__ = ["KeyedDataset"]
 
@@ -24,6 +25,8 @@ class KeyedDataset(Dataset):
 
     Plain integer keys pass straight through. Picklable if ``dataset`` is.
     """
+
+    clock: StageClock | None = None  # set by the loader: its workers' stage times (Loader.stats)
 
     def __init__(self, dataset: Any, *, seeding: Seeding = "sample", rank: int = 0) -> None:
         self.dataset = dataset
@@ -35,3 +38,13 @@ class KeyedDataset(Dataset):
     def __getitem__(self, key: Any) -> Any:
         with self.scope(key) as index:
             return self.dataset[index]
+
+    def __getitems__(self, keys: list[Any]) -> list[Any]:
+        # torch's DataLoader fetches a batch's samples through here: where a
+        # worker's batch begins, and its samples' time (Loader.stats)
+        clock = self.clock
+        if clock is None:
+            return [self[key] for key in keys]
+        clock.batch_started()
+        with clock.span("read+decode+transform"):
+            return [self[key] for key in keys]

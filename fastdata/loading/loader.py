@@ -18,6 +18,7 @@ from .prefetch import CUDAPrefetcher
 from .sampler import ShardedSampler
 from .seeding import WorkerSeeder
 from .state import LoaderState, dataset_digest
+from .stats import LoaderStats, LoaderTiming
 from .streamed import StreamFeed
 from .threaded import ThreadedBatches
 
@@ -44,6 +45,7 @@ class Loader:
         self._unread: Unread | None = None  # what this pass started from; None: the whole epoch
         self._token: object | None = None
         self._active: Iterator[Any] | None = None
+        self._timing = LoaderTiming(dataloader, prefetcher)  # stats(): the loop's waits, the workers' stages
 
     @property
     def epoch(self) -> int:
@@ -103,7 +105,7 @@ class Loader:
 
     def _count(self, batches: Iterator[Any], token: object) -> Iterator[Any]:
         try:
-            for batch in batches:
+            for batch in self._timing.timed(batches):
                 if self._token is token:
                     self._consumed += 1
                 yield batch
@@ -189,6 +191,16 @@ class Loader:
         self._stop_persistent_workers()  # a stream's workers take the unread positions when they start
         self.set_epoch(saved.epoch)
         self._unread = unread if len(unread) < total else None
+
+    def stats(self, since: LoaderStats | None = None) -> LoaderStats:
+        """Where the time went: the training loop's wait for each batch and the
+        workers' seconds per stage (reading, decoding, collating...), totalled
+        since the first pass began, or over the window since ``since`` (an
+        earlier ``stats()``). Plain numbers; see :class:`LoaderStats`. The
+        stages are also ``fastdata.*`` ranges in ``torch.profiler`` traces.
+        """
+        now = self._timing.snapshot()
+        return now if since is None else now.since(since)
 
     def close(self) -> None:
         """End the current pass, release the prefetcher's stream and stop persistent workers.

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import collections
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -29,6 +30,8 @@ from typing import Any
 import torch
 from torch.utils.data import BatchSampler, Sampler
 from torch.utils.data._utils.pin_memory import pin_memory
+
+from .clock import NO_CLOCK, StageClock
 
 __all__ = ["ThreadedBatches"]
 
@@ -57,6 +60,7 @@ class ThreadedBatches:
         self._batcher = batcher
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
+        self.clock: StageClock = NO_CLOCK  # Loader.stats: where the threads' time goes (time_with)
 
     def __repr__(self) -> str:
         return f"ThreadedBatches(threads={self.threads}, batch_size={self.batch_size}, prefetch_factor={self.prefetch_factor})"
@@ -71,12 +75,26 @@ class ThreadedBatches:
                 self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="fastdata-loader")
             return self._pool
 
+    def time_with(self, clock: StageClock) -> None:
+        """Count each batch's stages on ``clock`` (the batch call splits its own)."""
+        self.clock = clock
+        if hasattr(self._batcher, "clock"):
+            self._batcher.clock = clock  # type: ignore[union-attr]
+
     def _build(self, keys: list[Any]) -> Any:
+        clock, started = self.clock, time.perf_counter()
         if self.batch_path and self._batcher is not None:
             batch = self._batcher(keys)
         else:
-            batch = self.collate_fn([self.dataset[key] for key in keys])
-        return pin_memory(batch) if self.pin else batch
+            with clock.span("read+decode+transform"):
+                samples = [self.dataset[key] for key in keys]
+            with clock.span("collate"):
+                batch = self.collate_fn(samples)
+        if self.pin:
+            with clock.span("pin"):
+                batch = pin_memory(batch)
+        clock.batch_done(started)
+        return batch
 
     def __iter__(self) -> Iterator[Any]:
         pool = self._executor()

@@ -1,0 +1,142 @@
+"""From measured times to a verdict and one lever: is the training loop
+waiting for data, which stage is slow, and which of fastdata's levers fits.
+
+Shared by :func:`fastdata.watch` and ``fastdata doctor``; it only reads
+numbers (a wait share, a :class:`~.stats.LoaderStats` window), so the rules
+are tested without timing anything.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+from .stats import LoaderStats
+
+__all__ = ["INPUT_BOUND_SHARE", "Verdict", "judge"]
+
+INPUT_BOUND_SHARE = 0.10
+"""Above this share of wall time spent waiting for data, a loop is input-bound.
+Below it the wait is the queue's start-up and jitter: a faster loader would
+gain the loop at most that much."""
+
+SATURATED = 0.80
+"""Workers busier than this are the limit; below it the hand-over to the loop is."""
+
+FEW_BATCHES = 20
+"""Below this many batches the workers' busy share is mostly the queue filling and draining
+(a pass's first and last batches), so it does not decide between workers and hand-over."""
+
+_DECODING = {"read+decode+transform": "reading, decoding and transforming samples",
+             "decode+collate": "decoding into the batch", "redo": "decoding samples the batch call left"}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``verdict`` is ``"input-bound"`` or ``"compute-bound"``; ``wait_share``
+    the fraction of wall time spent waiting for data; ``dominant`` the stage
+    that took most of the workers' time (None when not measured) and
+    ``dominant_share`` its fraction of their stage time; ``suggestion`` one
+    sentence drawn from these numbers."""
+
+    verdict: str
+    wait_share: float
+    dominant: str | None
+    dominant_share: float | None
+    suggestion: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def dominant_stage(stats: LoaderStats | None) -> tuple[str | None, float | None]:
+    """The stage with the most seconds (workers' stages, else a GPU decode's main-process steps)."""
+    if stats is None:
+        return None, None
+    stages = {k: v for k, v in stats.worker_stages.items() if v > 0}
+    if not stages:
+        stages = {f"gpu {k}": v for k, v in stats.stage.items() if k != "wait" and v > 0}
+    if not stages:
+        return None, None
+    name = max(stages, key=stages.__getitem__)
+    return name, stages[name] / sum(stages.values())
+
+
+def judge(wait_share: float, stats: LoaderStats | None = None, *, dataset: Any = None,
+          gpu_decode: bool = False) -> Verdict:
+    """The verdict for a loop that waited ``wait_share`` of its wall time.
+
+    Args:
+        wait_share: fraction of the loop's wall time spent in ``next()``.
+        stats: the loader's window over the same steps (None: a loader
+            without stats, such as torch's own DataLoader).
+        dataset: the dataset read, to name the conversion lever for an image folder.
+        gpu_decode: the loader already decodes on the GPU.
+    """
+    dominant, share = dominant_stage(stats)
+    verdict = "input-bound" if wait_share > INPUT_BOUND_SHARE else "compute-bound"
+    if verdict == "compute-bound":
+        suggestion = _compute_bound(wait_share, stats)
+    else:
+        suggestion = _input_bound(wait_share, stats, dominant, dataset, gpu_decode)
+    return Verdict(verdict, wait_share, dominant, share, suggestion)
+
+
+def _compute_bound(wait_share: float, stats: LoaderStats | None) -> str:
+    busy = stats.worker_busy_share if stats is not None else None
+    if busy:
+        return (f"the loader is {1 / busy:.1f}x faster than the step (workers {busy:.0%} busy, the loop waits "
+                f"{wait_share:.0%} of the time): data is not the bottleneck")
+    return f"the loop waits {wait_share:.0%} of the time: data is not the bottleneck"
+
+
+def _input_bound(wait_share: float, stats: LoaderStats | None, dominant: str | None, dataset: Any,
+                 gpu_decode: bool) -> str:
+    waits = f"the loop waits {wait_share:.0%} of the time"
+    if stats is None:
+        return f"{waits} for data: add workers, or load with fastdata.make_loader, whose stats() name the slow stage"
+    busy = stats.worker_busy_share
+    if busy is not None and busy < SATURATED and stats.batches >= FEW_BATCHES:
+        return (f"{waits} while the workers are only {busy:.0%} busy: the hand-over is the limit, not the "
+                f"workers ({_handover(stats)})")
+    doing = _DECODING.get(dominant or "", f"in {dominant}" if dominant else "building batches")
+    head = f"{waits}; workers are {busy:.0%} busy {doing}" if busy is not None else f"{waits}; {doing} dominates"
+    if dominant in _DECODING:
+        return f"{head}: {_decode_lever(stats, dataset, gpu_decode)}"
+    if dominant == "read+plan":
+        return f"{head}: reading is the limit (slow storage?): convert to shards on a local disk (fastdata convert)"
+    if dominant == "collate":
+        return f"{head}: copying images into batches is the limit: smaller stored images (fastdata convert --resize 256)"
+    if dominant == "pin":
+        return f"{head}: pinning batches is the limit: pass Workers(pin_memory=False) or use worker processes"
+    return f"{head}: add workers"
+
+
+def _decode_lever(stats: LoaderStats, dataset: Any, gpu_decode: bool) -> str:
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    levers = []
+    if not gpu_decode and torch.cuda.is_available():
+        levers.append("decode='cuda' is available here (make_loader(..., decode='cuda'))")
+    if type(dataset).__name__ == "ImageFolder":
+        levers.append("convert with restart markers (fastdata convert SRC OUT --format recordio: a crop then decodes "
+                      "only the segments it covers; --resize 256 shrinks what is decoded)")
+    if stats.workers < cpus:
+        levers.append(f"add workers ({stats.workers} of {cpus} CPUs in use)")
+    if not levers:
+        levers.append(f"every CPU decodes already ({cpus}): decode on a GPU, or store smaller images (--resize)")
+    return "; or ".join(levers)
+
+
+def _handover(stats: LoaderStats) -> str:
+    if stats.stage:
+        steps = {k: v for k, v in stats.stage.items() if k != "wait"}
+        if steps:
+            slow = max(steps, key=steps.__getitem__)
+            per = 1000 * steps[slow] / max(1, stats.batches)
+            return f"the GPU stage's {slow} takes {per:.1f} ms a batch on the host"
+    if stats.worker_kind == "threads":
+        return "loader threads share the GIL with the step: try Workers(kind='processes') or a larger prefetch_factor"
+    return "raise Workers(prefetch_factor=...) so more batches wait ready"

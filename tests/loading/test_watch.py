@@ -1,0 +1,91 @@
+"""fastdata.watch in a loop with a step of known length over a loader slowed
+by a known per-sample delay: the verdict says input-bound when the loader is
+slower than the step and compute-bound when it is faster, and the measured
+wait share is within 10 percentage points of the arithmetic expectation."""
+
+from __future__ import annotations
+
+import io
+import time
+
+import pytest
+
+import fastdata
+from fastdata import Workers, make_loader
+from fastdata.loading.stats import LoaderStats
+from fastdata.loading.verdict import judge
+
+from ._slow import Slow
+
+BATCH, DELAY, THREADS = 4, 0.005, 2
+PERIOD = BATCH * DELAY / THREADS  # seconds between batches the loader can deliver: 10 ms
+
+
+def _watched(step_s: float, epochs: int = 1):
+    loader = make_loader(Slow(BATCH * 40, DELAY), BATCH, workers=Workers(THREADS, kind="threads"), rank=0,
+                         world_size=1)
+    out = io.StringIO()
+    with loader, fastdata.watch(loader, every=10, out=out) as w:
+        for _ in range(epochs):
+            for _images, _targets in w:
+                time.sleep(step_s)
+    return w.report(), out.getvalue()
+
+
+@pytest.mark.parametrize("step_s", [0.002, 0.025], ids=["loader-slower", "loader-faster"])
+def test_verdict_and_wait_share_match_the_arithmetic(step_s):
+    report, printed = _watched(step_s)
+    expected = max(0.0, PERIOD - step_s) / max(PERIOD, step_s)  # steady state: the loop waits what the step leaves
+    assert abs(report.wait_share - expected) <= 0.10, (report.wait_share, expected)
+    assert report.verdict.verdict == ("input-bound" if PERIOD > step_s else "compute-bound")
+    assert report.steps == 40
+    assert printed.count("fastdata.watch: steps") == 4  # every 10 steps
+    assert "verdict: " + report.verdict.verdict in printed  # the summary at the end of the with block
+    if report.verdict.verdict == "input-bound":
+        assert report.verdict.dominant == "read+decode+transform"
+        assert "busy" in report.verdict.suggestion
+    else:
+        assert "not the bottleneck" in report.verdict.suggestion
+
+
+def test_report_is_plain_data_and_startup_is_apart():
+    report, _ = _watched(0.0)
+    d = report.to_dict()
+    assert {"steps", "steps_per_s", "wait_share", "verdict", "dominant", "suggestion", "startup_s", "loader"} <= set(d)
+    assert d["loader"]["worker_kind"] == "threads"
+    assert report.startup_s > 0 and report.wait_share > 0.9
+
+
+def test_any_iterable_and_the_summary_without_with():
+    out = io.StringIO()
+    w = fastdata.watch([(1, 2)] * 5, every=0, out=out)
+    seen = []
+    for x, _ in w:
+        time.sleep(0.002)  # a step: a list is never waited for
+        seen.append(x)
+    assert seen == [1] * 5
+    assert "verdict: compute-bound" in out.getvalue()
+    assert w.report().loader is None
+    with pytest.raises(ValueError, match="every"):
+        fastdata.watch([], every=-1)
+
+
+def test_judge_names_the_lever_for_the_dominant_stage():
+    class ImageFolder:  # judged by its type's name
+        pass
+
+    decoding = LoaderStats(seconds=10, batches=100, wait_s=6, workers=1, worker_kind="processes",
+                           worker_busy_s=9.8, worker_stages={"read+decode+transform": 9.0, "collate": 0.8})
+    v = judge(0.6, decoding, dataset=ImageFolder())
+    assert v.verdict == "input-bound" and v.dominant == "read+decode+transform"
+    assert "restart markers" in v.suggestion and "98% busy" in v.suggestion
+    idle = LoaderStats(seconds=10, batches=100, wait_s=6, workers=4, worker_kind="threads", worker_busy_s=8,
+                       worker_stages={"decode+collate": 8.0})
+    assert "hand-over" in judge(0.6, idle).suggestion
+    reading = LoaderStats(seconds=10, batches=100, workers=1, worker_busy_s=9.5,
+                          worker_stages={"read+plan": 7.0, "decode+collate": 2.5})
+    assert "reading" in judge(0.5, reading).suggestion
+    fast = LoaderStats(seconds=10, batches=100, wait_s=0.1, workers=2, worker_busy_s=6.6,
+                       worker_stages={"decode+collate": 6.6})
+    v = judge(0.01, fast)
+    assert v.verdict == "compute-bound" and "3.0x faster" in v.suggestion
