@@ -104,6 +104,8 @@ class GPUSamples(Dataset):
         ConfigError: a dataset or transform ``decode="cuda"`` cannot plan.
     """
 
+    clock: Any = None  # set by the loader: its workers' stage times (Loader.stats)
+
     def __init__(self, keyed: KeyedDataset, accepts: Accepts) -> None:
         plans = SamplePlans.of(keyed)
         if plans is None:
@@ -114,8 +116,6 @@ class GPUSamples(Dataset):
             )
         self.plans, self.keyed, self.accepts = plans, keyed, accepts
         self.backend = getattr(plans.transform, "backend", "auto")
-
-    clock: Any = None  # set by the loader: its workers' stage times (Loader.stats)
 
     def __len__(self) -> int:
         return len(self.keyed)
