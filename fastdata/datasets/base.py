@@ -20,6 +20,7 @@ from ..transforms.planning import Planner, planner_of
 from .imaging import Transform, build_item, is_decode_aware, normalize_label
 from .policy import DATA_ERRORS, SkipCounter, check_policy
 from .shardset import ShardSet
+from .stages import stage
 
 MAX_CONSECUTIVE_SKIPS = 64
 
@@ -241,9 +242,14 @@ class ShardDataset(ShardLabels, MapDataset):
         shard, local = self.shards.locate(index)
         return self.shards.paths[shard], local
 
+    reports_stages = True  # Loader.stats: "read", then "decode+transform" (fastdata.datasets.stages)
+
     def _item(self, index: int) -> tuple[Any, Any]:
-        shard, local = self.shards.locate(index)
-        return build_record(self, shard, local, *self.shards.read(shard, local))
+        with stage("read"):
+            shard, local = self.shards.locate(index)
+            data, label = self.shards.read(shard, local)
+        with stage("decode+transform"):
+            return build_record(self, shard, local, data, label)
 
     def encoded(self, index: int) -> tuple[bytes, Any, str]:
         shard, local = self.shards.locate(index)

@@ -21,6 +21,7 @@ from ..errors import ConfigError, FastDataError
 from ..image_files import IMG_EXTENSIONS, has_image_extension
 from .base import MapDataset
 from .imaging import Transform, build_item
+from .stages import stage
 
 
 def find_classes(directory: str | os.PathLike[str]) -> tuple[list[str], dict[str, int]]:
@@ -174,23 +175,29 @@ class ImageFolder(MapDataset):
         with open(path, "rb") as f:
             return f.read(), int(self.targets[index]), path
 
+    reports_stages = True  # Loader.stats: "read", then "decode+transform" (fastdata.datasets.stages)
+
     def planner(self) -> Any:
         return None if self.loader is not None else super().planner()  # a loader= opens files its own way
 
     def _item(self, index: int) -> tuple[Any, Any]:
         if self.loader is not None and self.decode:
-            image, target = self.loader(self.path(index)), int(self.targets[index])
-            if self.transform is not None:
-                image = self.transform(image)
-            if self.target_transform is not None:
-                target = self.target_transform(target)
+            with stage("read"):  # a loader= opens, reads and decodes the file in one call
+                image, target = self.loader(self.path(index)), int(self.targets[index])
+            with stage("decode+transform"):
+                if self.transform is not None:
+                    image = self.transform(image)
+                if self.target_transform is not None:
+                    target = self.target_transform(target)
             return image, target
-        data, target, path = self.encoded(index)
-        return build_item(
-            data,
-            target,
-            path,
-            decode=self.decode,
-            transform=self.transform,
-            target_transform=self.target_transform,
-        )
+        with stage("read"):
+            data, target, path = self.encoded(index)
+        with stage("decode+transform"):
+            return build_item(
+                data,
+                target,
+                path,
+                decode=self.decode,
+                transform=self.transform,
+                target_transform=self.target_transform,
+            )

@@ -13,9 +13,11 @@ The stages are named for what the timed call does, because the executors
 split the work differently (``ARCHITECTURE.md``):
 
 * per sample (worker processes, the main process, threads over a dataset
-  without plans): ``read+decode+transform`` is one ``dataset[index]`` call,
-  which reads, decodes and transforms without a seam to time between them;
-  then ``collate``.
+  without plans): a fastdata dataset says which part of ``dataset[index]``
+  it is in (:mod:`fastdata.datasets.stages`): ``read`` (the stored bytes or
+  the file) and ``decode+transform`` (a decode-aware transform decodes while
+  it crops and resizes: one call); any other dataset's call is one
+  ``read+decode+transform``. Then ``collate``.
 * loader threads over planned crops (:mod:`.batched`): ``read+plan`` per
   sample, then ``decode+collate``, one C call that decodes, crops, resizes
   and writes every sample into its batch slot; ``redo`` is samples the call
@@ -42,7 +44,7 @@ from ..datasets._shared import process_slot
 
 __all__ = ["NO_CLOCK", "STAGES", "StageClock", "TimedCollate", "profiling"]
 
-STAGES = ("read+decode+transform", "read+plan", "decode+collate", "redo", "collate", "pin")
+STAGES = ("read", "decode+transform", "read+decode+transform", "read+plan", "decode+collate", "redo", "collate", "pin")
 _COLUMN = {name: i for i, name in enumerate(STAGES)}
 _BUSY, _BATCHES = len(STAGES), len(STAGES) + 1  # seconds building whole batches, and how many
 

@@ -15,6 +15,7 @@ from typing import Any
 from torch.utils.data import Dataset
 
 from ..order.generators import KeyScope, Seeding
+from ..datasets.stages import timing
 from .clock import StageClock
 
 __all__ = ["KeyedDataset"]
@@ -46,5 +47,13 @@ class KeyedDataset(Dataset):
         if clock is None:
             return [self[key] for key in keys]
         clock.batch_started()
+        return self.timed(keys, clock)
+
+    def timed(self, keys: list[Any], clock: StageClock) -> list[Any]:
+        """The samples of ``keys``, their seconds on ``clock``: per stage when the
+        dataset says its stages, else as one ``read+decode+transform``."""
+        if getattr(self.dataset, "reports_stages", False):
+            with timing(clock):
+                return [self[key] for key in keys]
         with clock.span("read+decode+transform"):
             return [self[key] for key in keys]

@@ -23,7 +23,8 @@ from .threaded import ThreadedBatches
 __all__ = ["LoaderStats", "LoaderTiming", "instrument"]
 
 _NOTES = {
-    "read+decode+transform": "read+decode+transform: one dataset[index] call per sample (no seam between the three)",
+    "read+decode+transform": "read+decode+transform: one dataset[index] call per sample (a dataset that does not say its stages)",
+    "decode+transform": "decode+transform: per sample, a decode-aware transform decodes while it crops and resizes",
     "decode+collate": "decode+collate: one C call per batch that decodes, crops, resizes and fills the batch",
     "read+plan": "read+plan: the stored bytes, the header and the crop drawn, per sample",
     "redo": "redo: samples the batch call left to dataset[index]",

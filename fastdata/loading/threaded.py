@@ -86,8 +86,7 @@ class ThreadedBatches:
         if self.batch_path and self._batcher is not None:
             batch = self._batcher(keys)
         else:
-            with clock.span("read+decode+transform"):
-                samples = [self.dataset[key] for key in keys]
+            samples = _samples(self.dataset, keys, clock)
             with clock.span("collate"):
                 batch = self.collate_fn(samples)
         if self.pin:
@@ -125,3 +124,11 @@ class ThreadedBatches:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _samples(dataset: Any, keys: list[Any], clock: StageClock) -> list[Any]:
+    timed = getattr(dataset, "timed", None)  # a KeyedDataset times its samples per stage
+    if timed is not None and clock is not NO_CLOCK:
+        return timed(keys, clock)
+    with clock.span("read+decode+transform"):
+        return [dataset[key] for key in keys]

@@ -31,6 +31,7 @@ FEW_BATCHES = 20
 (a pass's first and last batches), so it does not decide between workers and hand-over."""
 
 _DECODING = {"read+decode+transform": "reading, decoding and transforming samples",
+             "decode+transform": "decoding and transforming samples",
              "decode+collate": "decoding into the batch", "redo": "decoding samples the batch call left"}
 
 
@@ -106,7 +107,7 @@ def _input_bound(wait_share: float, stats: LoaderStats | None, dominant: str | N
     head = f"{waits}; workers are {busy:.0%} busy {doing}" if busy is not None else f"{waits}; {doing} dominates"
     if dominant in _DECODING:
         return f"{head}: {_decode_lever(stats, dataset, gpu_decode)}"
-    if dominant == "read+plan":
+    if dominant in ("read+plan", "read"):
         return f"{head}: reading is the limit (slow storage?): convert to shards on a local disk (fastdata convert)"
     if dominant == "collate":
         return f"{head}: copying images into batches is the limit: smaller stored images (fastdata convert --resize 256)"

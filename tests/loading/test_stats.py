@@ -15,7 +15,7 @@ from fastdata import ImageFolder, Workers, make_loader
 from fastdata.loading.clock import StageClock, TimedCollate
 from fastdata.loading.collate import FastCollate
 from fastdata.loading.stats import LoaderStats
-from fastdata.transforms import Compose, RandomHorizontalFlip, RandomResizedCrop
+from fastdata.transforms import CenterCrop, Compose, RandomHorizontalFlip, RandomResizedCrop
 
 from ._slow import DELAY, Slow
 
@@ -105,4 +105,19 @@ def test_the_gpu_decodes_workers_time_their_batches_too(photo_tree):
         s = loader.stats()
     assert s.worker_batches == s.batches == len(loader)
     assert s.worker_stages.get("read+plan", 0) > 0
+    assert abs(sum(s.worker_stages.values()) - s.worker_busy_s) <= 0.10 * s.worker_busy_s
+
+
+@pytest.mark.parametrize("workers", [Workers(2, kind="processes", context="fork"), Workers(2, kind="threads"), Workers(0)],
+                         ids=["processes", "threads", "main"])
+def test_a_fastdata_dataset_splits_reading_from_decoding(photo_tree, workers):
+    # a flip then a crop plans nothing: every sample takes dataset[index], which says its two stages
+    ds = ImageFolder(photo_tree / "train", transform=Compose([RandomHorizontalFlip(), CenterCrop(64)]))
+    loader = make_loader(ds, 8, workers=workers, rank=0, world_size=1)
+    with loader:
+        list(loader)
+        s = loader.stats()
+    assert {"read", "decode+transform", "collate"} <= set(s.worker_stages)
+    assert "read+decode+transform" not in s.worker_stages
+    assert s.worker_stages["decode+transform"] > s.worker_stages["read"] > 0  # a photo decodes slower than it reads
     assert abs(sum(s.worker_stages.values()) - s.worker_busy_s) <= 0.10 * s.worker_busy_s
