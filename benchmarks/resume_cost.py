@@ -23,7 +23,7 @@ before and after the change.
   commit with ``git show``) and the working tree, in child processes,
   interleaved round by round; median and spread over ``--rounds``.
 
-    python benchmarks/resume_cost.py [--rounds 7] [--base HEAD] [--json out.json]
+    python benchmarks/resume_cost.py [--rounds 7] [--base 0f67497^] [--json out.json]
 
 ``--base`` must be this change's parent with nothing else changed in the
 working tree's copies of those files: the base is the working tree with them
@@ -233,7 +233,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--batches", type=int, default=1500, help="batches per timed epoch (per_batch)")
-    parser.add_argument("--base", default="HEAD", help="the commit the base reads the changed files from")
+    parser.add_argument("--base", default="0f67497^",
+                        help="the commit the base reads the changed files from (default: the parent of the resume change)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--quick", action="store_true",
                         help="the state figures only (no base checkout: runs outside a git clone)")
@@ -259,9 +260,9 @@ def main() -> int:
         print(part)
         for row in result[part]:
             print("  " + ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=1))
     if args.quick:
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=1))
         return 0
     print("stream reads (share of reads, mean over ranks)")
     for name, row in result["sequential"].items():

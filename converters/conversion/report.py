@@ -78,23 +78,17 @@ class Summary:
     def from_records(cls, out: str, plan: Plan, records: dict[str, ShardRecord]) -> Summary:
         s = cls(format=plan.options.format, out=out, skipped=list(plan.skipped), ignored=list(plan.ignored),
                 restart_markers=plan.options.restart_markers)
-        labels: Counter = Counter()
-        for shard in plan.shards:
-            r = records.get(shard.key)
-            if r is None:
-                continue
-            s.images += r.written
-            s.shards += r.info is not None
-            s.bytes_in += r.bytes_in
-            s.bytes_out += r.bytes_out
-            s.normalised_images += r.normalised_images
-            s.restart_marked += r.restart_marked
-            s.normalised.update(r.normalised)
-            labels.update(r.per_label)
-            s.skipped += r.skipped
+        done = [(shard, r) for shard in plan.shards if (r := records.get(shard.key)) is not None]
+        total = ShardRecord.joined([r for _, r in done], None)  # the same sums as a shard's pieces
+        s.images, s.bytes_in, s.bytes_out = total.written, total.bytes_in, total.bytes_out
+        s.normalised_images, s.restart_marked = total.normalised_images, total.restart_marked
+        s.normalised.update(total.normalised)
+        s.skipped += total.skipped
+        s.shards = sum(r.info is not None for _, r in done)
+        for shard, r in done:
             if shard.split:
                 s.per_split[shard.split] = s.per_split.get(shard.split, 0) + r.written
-        s.per_class = {name: labels.get(i, 0) for i, name in enumerate(plan.classes)}
+        s.per_class = {name: total.per_label.get(i, 0) for i, name in enumerate(plan.classes)}
         return s
 
     def converter_extra(self, plan: Plan, split: str) -> dict[str, Any]:

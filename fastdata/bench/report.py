@@ -9,11 +9,11 @@ import json
 import os
 import platform
 from pathlib import Path
+from typing import Any
 
 from ..decode.native import native_status
 from ..formats import speedups
-from . import verdicts
-from . import chart
+from . import chart, verdicts
 from .harness import Result
 from .verdicts import row_warnings, run_warnings
 

@@ -182,9 +182,8 @@ class ImageFolder(MapDataset):
 
     def _item(self, index: int) -> tuple[Any, Any]:
         if self.loader is not None and self.decode:
-            with stage("read"):  # a loader= opens, reads and decodes the file in one call
+            with stage("read+decode+transform"):  # a loader= reads and decodes in one call
                 image, target = self.loader(self.path(index)), int(self.targets[index])
-            with stage("decode+transform"):
                 if self.transform is not None:
                     image = self.transform(image)
                 if self.target_transform is not None:

@@ -20,7 +20,8 @@ from ..errors import ConfigError, ManifestError
 from .hooks import DALIReader, Detected, FileCheck, Framing, IndexHook, Inspected, Problem, ReaderOptions
 from .manifest import MANIFEST_NAME, Manifest
 from .sample import Sample, SampleReader, ShardInfo
-from .table import _TABLE, names, public_names, spec  # noqa: F401 -- public_names: re-exported, the registry answers it
+from . import table
+from .table import _TABLE, names, public_names  # noqa: F401 -- public_names: re-exported, the registry answers it
 
 _HEAD = 64  # bytes read for sniffing
 
@@ -137,7 +138,7 @@ def get(name: str) -> FormatSpec:
     Raises:
         ConfigError: no such format (the message lists the known ones).
     """
-    found: FormatSpec = spec(name)
+    found: FormatSpec = table.spec(name)
     return found
 
 

@@ -24,7 +24,7 @@ from ..loading.streamed import is_stream
 from ..order.generators import SampleKey
 from .backends import CPUDecoder, Decoder, cuda_device, gpu_backend
 from .batch import EncodedCollate
-from .plan import GPUSamples, hwc
+from .plan import GPUSamples, hwc, planned
 from .stage import GPUBatches
 
 __all__ = ["GPUExecutor", "gpu_executor"]
@@ -114,8 +114,7 @@ def _build(settings: GPUDecode, request: DecodeRequest, device: torch.device) ->
     if request.collate_fn is not None:
         raise ConfigError("decode='cuda' collates encoded bytes itself: drop collate_fn (or use decode='cpu')")
     # refused before CUDA is touched: what the workers will plan
-    planned = GPUSamples(KeyedDataset(request.dataset, seeding=request.seeding, rank=request.rank), CPUDecoder().accepts)
-    size = _output_size(planned.plans.transform)
+    size = _output_size(planned(KeyedDataset(request.dataset, seeding=request.seeding, rank=request.rank)).transform)
     if device.type == "cuda":
         # the index now ("cuda" = the current device, set by then under torchrun); "auto" proves its decoder
         # with one tiny decode, which initialises CUDA here (the workers never use it)

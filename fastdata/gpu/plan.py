@@ -13,6 +13,7 @@ pixels.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,8 @@ from ..loading.planned import SamplePlans
 from ..transforms.base import Source
 
 Box = tuple[float, float, float, float]  # (top, left, height, width), upright full-size pixels
+
+_UNTIMED = contextlib.nullcontext()
 
 # Huffman-coded 8-bit baseline, extended and progressive frames: what nvJPEG decodes.
 # Lossless (0xC3), arithmetic-coded (0xC9-0xCB) and 12-bit JPEGs go to the CPU
@@ -107,13 +110,7 @@ class GPUSamples(Dataset):
     clock: Any = None  # set by the loader: its workers' stage times (Loader.stats)
 
     def __init__(self, keyed: KeyedDataset, accepts: Accepts) -> None:
-        plans = SamplePlans.of(keyed)
-        if plans is None:
-            raise ConfigError(
-                f"decode='cuda' runs fastdata datasets (ImageFolder, open_dataset(...)) with seeding='sample' "
-                f"whose transform is one planned crop (RandomResizedCrop with or without RandomHorizontalFlip, "
-                f"CenterCrop, Resize, Resize + CenterCrop), not {_what(keyed)}; use decode='cpu'"
-            )
+        plans = planned(keyed)
         self.plans, self.keyed, self.accepts = plans, keyed, accepts
         self.backend = getattr(plans.transform, "backend", "auto")
 
@@ -121,32 +118,51 @@ class GPUSamples(Dataset):
         return len(self.keyed)
 
     def __getitems__(self, keys: list[Any]) -> list[GPUSample]:
-        # torch's DataLoader fetches a batch's samples through here: where a worker's
-        # batch begins, and the time to read and plan them (and to finish on the CPU
-        # the images the GPU decoder does not take)
-        clock = self.clock
-        if clock is None:
-            return [self[key] for key in keys]
-        clock.batch_started()
-        with clock.span("read+plan"):
-            return [self[key] for key in keys]
+        # torch's DataLoader fetches a batch's samples through here: where a
+        # worker's batch begins, and its samples' time (Loader.stats)
+        if self.clock is not None:
+            self.clock.batch_started()
+        return [self._sample(key, self.clock) for key in keys]
 
     def __getitem__(self, key: Any) -> GPUSample:
-        (sample,) = self.plans.plans([key])
-        if sample is not None and self.accepts.takes(sample.info):
-            plan, info = sample.plan, sample.info
-            box = _snapped(info, plan, sample.name) if plan.snap else tuple(float(v) for v in plan.box)
-            return GPUSample(sample.data, box, plan, (info.height, info.width), None, sample.target, key, sample.name)
-        if sample is not None:
-            try:  # the CPU executor with the draws already made: the pixels of decode="cpu"
-                pixels = Source(EncodedImage(sample.data, sample.name), self.backend).execute(sample.plan)
-                info = sample.info
-                return GPUSample(None, sample.plan.box, sample.plan, (info.height, info.width), pixels, sample.target,
-                                 key, sample.name)
-            except DATA_ERRORS:
-                pass  # dataset[key] meets it again and reports or skips it as on_error says
-        image, target = self.keyed[key]
-        return GPUSample(None, (0.0, 0.0, 0.0, 0.0), None, (0, 0), hwc(image), target, key, str(key))
+        return self._sample(key, None)
+
+    def _sample(self, key: Any, clock: Any) -> GPUSample:
+        with clock.span("read+plan") if clock is not None else _UNTIMED:
+            (sample,) = self.plans.plans([key])
+            if sample is not None and self.accepts.takes(sample.info):
+                plan, info = sample.plan, sample.info
+                box = _snapped(info, plan, sample.name) if plan.snap else tuple(float(v) for v in plan.box)
+                return GPUSample(sample.data, box, plan, (info.height, info.width), None, sample.target, key,
+                                 sample.name)
+        # the CPU finishes an image the GPU decoder does not take: timed apart from reading
+        with clock.span("redo") if clock is not None else _UNTIMED:
+            if sample is not None:
+                try:  # the CPU executor with the draws already made: the pixels of decode="cpu"
+                    pixels = Source(EncodedImage(sample.data, sample.name), self.backend).execute(sample.plan)
+                    info = sample.info
+                    return GPUSample(None, sample.plan.box, sample.plan, (info.height, info.width), pixels,
+                                     sample.target, key, sample.name)
+                except DATA_ERRORS:
+                    pass  # dataset[key] meets it again and reports or skips it as on_error says
+            image, target = self.keyed[key]
+            return GPUSample(None, (0.0, 0.0, 0.0, 0.0), None, (0, 0), hwc(image), target, key, str(key))
+
+
+def planned(keyed: KeyedDataset) -> SamplePlans:
+    """The plan half of ``keyed``'s samples.
+
+    Raises:
+        ConfigError: a dataset or transform ``decode="cuda"`` cannot plan.
+    """
+    plans = SamplePlans.of(keyed)
+    if plans is None:
+        raise ConfigError(
+            f"decode='cuda' runs fastdata datasets (ImageFolder, open_dataset(...)) with seeding='sample' "
+            f"whose transform is one planned crop (RandomResizedCrop with or without RandomHorizontalFlip, "
+            f"CenterCrop, Resize, Resize + CenterCrop), not {_what(keyed)}; use decode='cpu'"
+        )
+    return plans
 
 
 def _what(keyed: Any) -> str:

@@ -215,7 +215,11 @@ class GPUBatches:
 
     def device_times(self) -> dict[str, float]:
         """Device seconds by step (``decode``, ``resample``) over the batches
-        whose events have completed; empty off CUDA."""
+        whose events have completed; empty off CUDA. The events are on the
+        stage's decode and work streams: ``decode`` covers the decoder's own
+        work where the decoder orders it on that stream (nvImageCodec is given
+        it); a decoder that runs on a private stream and returns synchronised
+        shows there as the gap between the events. Not yet checked on a GPU."""
         return self.device_clock.totals()
 
     def _finish(self, batch: EncodedBatch) -> tuple[torch.Tensor, Any, EncodedBatch, list[Any]]:

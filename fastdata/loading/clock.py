@@ -42,10 +42,11 @@ from torch.autograd.profiler import record_function
 
 from ..datasets._shared import process_slot
 
-__all__ = ["NO_CLOCK", "STAGES", "StageClock", "TimedCollate", "profiling"]
+__all__ = ["NO_CLOCK", "STAGES", "StageClock", "TimedCollate", "named_range"]
 
 STAGES = ("read", "decode+transform", "read+decode+transform", "read+plan", "decode+collate", "redo", "collate", "pin")
 _COLUMN = {name: i for i, name in enumerate(STAGES)}
+_RANGE = {name: "fastdata." + name for name in STAGES}  # the profiler's names, made once
 _BUSY, _BATCHES = len(STAGES), len(STAGES) + 1  # seconds building whole batches, and how many
 
 _CLOCKS: weakref.WeakSet[StageClock] = weakref.WeakSet()
@@ -63,10 +64,6 @@ if hasattr(os, "register_at_fork"):
 _profiler_on = torch._C._autograd._profiler_enabled
 _nvtx: bool | None = None
 
-
-def profiling() -> bool:
-    """Whether a ``torch.profiler`` records in this process now."""
-    return bool(_profiler_on())
 
 
 def _use_nvtx() -> bool:
@@ -108,7 +105,7 @@ class _Span:
     __slots__ = ("clock", "column", "range", "t0")
 
     def __init__(self, clock: StageClock, stage: str) -> None:
-        self.clock, self.column, self.range = clock, _COLUMN[stage], _Range("fastdata." + stage)
+        self.clock, self.column, self.range = clock, _COLUMN[stage], _Range(_RANGE[stage])
 
     def __enter__(self) -> None:
         self.range.__enter__()
@@ -167,12 +164,8 @@ class StageClock:
         """A batch is built: its seconds since ``started`` (or :meth:`batch_started`) count as busy."""
         start = started if started is not None else self._batch_started
         self._batch_started = None
-        if start is None:  # a stream's samples: no call marks where its batch began
-            row = self._row()
-            with self._lock:
-                self._sums[row, _BATCHES] += 1
-            return
-        row, seconds = self._row(), time.perf_counter() - start
+        # a stream's samples: no call marks where its batch began, so no busy time
+        row, seconds = self._row(), (time.perf_counter() - start) if start is not None else 0.0
         with self._lock:
             self._sums[row, _BUSY] += seconds
             self._sums[row, _BATCHES] += 1

@@ -100,7 +100,7 @@ class ShardedSampler(Sampler):
         """This rank's share of ``epoch`` (of its ``unread`` positions; None: all)."""
         return Share(
             self.seed, epoch, self.rank, self.world_size, remainder=self.remainder,
-            shuffle=self.train if self.shuffle is None else self.shuffle, interleave=True, unread=unread,
+            shuffle=self.train if self.shuffle is None else self.shuffle, interleave=self.interleave, unread=unread,
         )
 
     def indices(self) -> np.ndarray:

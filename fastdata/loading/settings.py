@@ -25,10 +25,15 @@ _CONTEXTS = (None, "fork", "spawn", "forkserver")
 _KINDS = ("auto", "processes", "threads")
 
 
-def _default_count() -> int:
+def cpus_per_rank() -> int:
+    """The CPUs this process may use, shared among the ranks on this machine (``LOCAL_WORLD_SIZE``)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     per_node = os.environ.get("LOCAL_WORLD_SIZE", "1")
-    return max(1, min(8, cpus // (int(per_node) if per_node.isdigit() and int(per_node) > 0 else 1)))
+    return max(1, cpus // (int(per_node) if per_node.isdigit() and int(per_node) > 0 else 1))
+
+
+def _default_count() -> int:
+    return min(8, cpus_per_rank())
 
 
 def unit_channels(owner: str, name: str, values: Sequence[float] | None, note: str = "") -> tuple[float, ...] | None:

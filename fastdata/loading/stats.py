@@ -27,7 +27,7 @@ _NOTES = {
     "decode+transform": "decode+transform: per sample, a decode-aware transform decodes while it crops and resizes",
     "decode+collate": "decode+collate: one C call per batch that decodes, crops, resizes and fills the batch",
     "read+plan": "read+plan: the stored bytes, the header and the crop drawn, per sample",
-    "redo": "redo: samples the batch call left to dataset[index]",
+    "redo": "redo: samples the batch call left to dataset[index], or the CPU finish of images the GPU decoder does not take",
 }
 
 

@@ -8,12 +8,12 @@ are tested without timing anything.
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
 
+from .settings import cpus_per_rank
 from .stats import LoaderStats
 
 __all__ = ["INPUT_BOUND_SHARE", "Verdict", "judge"]
@@ -57,7 +57,10 @@ def dominant_stage(stats: LoaderStats | None) -> tuple[str | None, float | None]
     """The stage with the most seconds (workers' stages, else a GPU decode's main-process steps)."""
     if stats is None:
         return None, None
-    stages = {k: v for k, v in stats.worker_stages.items() if v > 0}
+    # a stream's workers time their collate only (nothing marks where their batches
+    # begin): that alone would name the collate the slow stage
+    measured = stats.worker_busy_s > 0
+    stages = {k: v for k, v in stats.worker_stages.items() if v > 0} if measured else {}
     if not stages:
         stages = {f"gpu {k}": v for k, v in stats.stage.items() if k != "wait" and v > 0}
     if not stages:
@@ -104,7 +107,7 @@ def _input_bound(wait_share: float, stats: LoaderStats | None, dominant: str | N
         return (f"{waits} while the workers are only {busy:.0%} busy: the hand-over is the limit, not the "
                 f"workers ({_handover(stats)})")
     doing = _DECODING.get(dominant or "", f"in {dominant}" if dominant else "building batches")
-    head = f"{waits}; workers are {busy:.0%} busy {doing}" if busy is not None else f"{waits}; {doing} dominates"
+    head = f"{waits}; workers are {busy:.0%} busy {doing}" if busy is not None else f"{waits}; {dominant or 'loading'} dominates"
     if dominant in _DECODING:
         return f"{head}: {_decode_lever(stats, dataset, gpu_decode)}"
     if dominant in ("read+plan", "read"):
@@ -117,7 +120,7 @@ def _input_bound(wait_share: float, stats: LoaderStats | None, dominant: str | N
 
 
 def _decode_lever(stats: LoaderStats, dataset: Any, gpu_decode: bool) -> str:
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cpus = cpus_per_rank()
     levers = []
     if not gpu_decode and torch.cuda.is_available():
         levers.append("decode='cuda' is available here (make_loader(..., decode='cuda'))")

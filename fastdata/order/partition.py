@@ -113,6 +113,12 @@ class Deal:
         yield from (chunk for chunk in np.split(mine, cuts) if len(chunk))
 
 
+def rank_deal(rank: int, world_size: int, interleave: bool) -> Deal:
+    """Which positions of a pass's sequence ``rank`` reads: one each in turn
+    (``interleave``, map-style) or a contiguous range (streams)."""
+    return Deal(rank, world_size, unit=1 if interleave else None)
+
+
 @dataclass(frozen=True)
 class Share:
     """One rank's part of one epoch, or of what is left of it (``unread``:
@@ -135,7 +141,7 @@ class Share:
         sequence_length(0, self.world_size, self.remainder)  # checks the name
 
     def _ranks(self) -> Deal:
-        return Deal(self.rank, self.world_size, unit=1 if self.interleave else None)
+        return rank_deal(self.rank, self.world_size, self.interleave)
 
     def size(self, total: int) -> int:
         """Records in this share of an epoch of ``total`` records."""
@@ -184,8 +190,9 @@ class Share:
 
 def _in_windows(positions: np.ndarray, total: int, window: int, seed: int, epoch: int) -> np.ndarray:
     """The sequence position that each reading position holds: windows of
-    ``window`` positions, each sorted by its draws (drawn for the windows
-    these positions touch only)."""
+    ``window`` positions, each sorted by its draws (one draw per position up
+    to the last window these positions touch, so a window's draws do not
+    depend on which rank asks)."""
     touched = np.unique(positions // window)
     starts = touched * window
     lengths = np.minimum(starts + window, total) - starts

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .partition import Deal, Remainder, sequence_length
+from .partition import Deal, Remainder, rank_deal, sequence_length
 from .unread import Unread
 
 __all__ = ["Pass", "unread_after"]
@@ -37,7 +37,7 @@ class Pass:
 
     def deal(self, rank: int) -> Deal:
         """Which positions of the pass's sequence ``rank`` reads."""
-        return Deal(rank, self.world_size, unit=1 if self.interleave else None)
+        return rank_deal(rank, self.world_size, self.interleave)
 
 
 def unread_after(unread: Unread, plan: Pass, batches: int, total: int) -> Unread:

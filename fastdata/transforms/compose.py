@@ -13,6 +13,7 @@ from ..decode.plan import CropPlan
 from .base import Source, Transform, check_output, dct_min_size, to_output
 from .crop import CenterCrop, RandomResizedCrop
 from .flip import RandomHorizontalFlip
+from .planning import planner_of
 from .resizing import Resize, ResizedCenterCrop
 
 
@@ -40,9 +41,9 @@ class Compose(Transform):
         self.decode_aware = bool(getattr(first, "decode_aware", False))
         self.backend = getattr(first, "backend", "auto")
         self.steps = _fuse(self.transforms)
-        if len(self.steps) == 1 and callable(getattr(self.steps[0], "plan", None)):
-            # a chain that is one crop plans as that crop does (fastdata.transforms.planner_of)
-            self.plan = self.steps[0].plan
+        planner = planner_of(self.steps[0]) if len(self.steps) == 1 else None
+        if planner is not None:  # a chain that is one crop plans as that crop does
+            self.plan = planner
             self.output_size = self.steps[0].output_size
 
     def apply(self, src: Source) -> Any:

@@ -89,3 +89,19 @@ def test_judge_names_the_lever_for_the_dominant_stage():
                        worker_stages={"decode+collate": 6.6})
     v = judge(0.01, fast)
     assert v.verdict == "compute-bound" and "3.0x faster" in v.suggestion
+
+
+def test_a_streams_verdict_does_not_blame_the_only_stage_it_times(tmp_path):
+    # a stream's workers time their collate only: the verdict must not name it the slow stage
+    from fastdata import open_dataset
+
+    from ._data import StreamPixels, write_records
+
+    stream = open_dataset(write_records(tmp_path / "s", 24), streaming=True, transform=StreamPixels())
+    with make_loader(stream, 4, workers=2, seed=0, rank=0, world_size=1) as loader:
+        list(loader)
+        s = loader.stats()
+    assert set(s.worker_stages) == {"collate"} and s.worker_busy_s == 0
+    verdict = judge(0.5, s)
+    assert verdict.verdict == "input-bound" and verdict.dominant is None
+    assert "collate" not in verdict.suggestion and "copying images" not in verdict.suggestion
