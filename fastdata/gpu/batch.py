@@ -40,6 +40,12 @@ class EncodedBatch:
         ready: uint8 ``(N - M, H, W, 3)`` finished pixels; ``ready_at``: int64, their positions.
         targets: the collated targets; keys: int64 ``(N, 3)`` sample keys (or -1).
         names: the records, for messages.
+        by_share: how many of the ``ready`` samples the hybrid's CPU share
+            cropped in the worker (``share_s`` seconds there); ``other_s``:
+            the worker's other seconds on the batch (reading, planning,
+            finishing images the GPU does not take). Read by the share's controller.
+        pin_data: :meth:`pin_memory` pins ``data`` too (the decoder copies
+            the encoded bytes to the device, and a pageable source costs it a staging copy).
     """
 
     data: torch.Tensor
@@ -55,6 +61,10 @@ class EncodedBatch:
     targets: Any
     keys: torch.Tensor
     names: list[str]
+    by_share: int = 0
+    share_s: float = 0.0
+    other_s: float = 0.0
+    pin_data: bool = False
 
     def __len__(self) -> int:
         return len(self.names)
@@ -65,12 +75,14 @@ class EncodedBatch:
 
     def pin_memory(self) -> EncodedBatch:
         """The same batch, the tensors copied to the device pinned (torch's
-        DataLoader and the threads call this). Not ``data``: neither decoder
-        copies the encoded bytes from host memory with DMA, so pinning them
-        would be one more copy of every byte for nothing."""
+        DataLoader and the threads call this). ``data`` only with ``pin_data``:
+        nvJPEG copies the encoded bytes to the device itself, from pageable
+        memory through a staging copy (137 ms of host time over 20 steps in
+        the first GPU run's profile); a decoder that reads them on the host
+        alone is not given one more copy of every byte for nothing."""
         pinned = {f.name: getattr(self, f.name) for f in fields(self)}
         for name, value in pinned.items():
-            if isinstance(value, torch.Tensor) and name != "data":
+            if isinstance(value, torch.Tensor) and (name != "data" or self.pin_data):
                 pinned[name] = value.pin_memory()
         return replace(self, **pinned)
 
@@ -92,17 +104,18 @@ class EncodedCollate:
 
     Args:
         size: the output ``(height, width)`` every sample has.
+        pin_data: the batches' ``pin_data`` (the GPU decoder copies the encoded bytes).
 
     Raises:
         ConfigError: items that are not :class:`GPUSample` (the dataset's
             transform was replaced after ``make_loader``?), or of another size.
     """
 
-    def __init__(self, size: tuple[int, int]) -> None:
-        self.size = (int(size[0]), int(size[1]))
+    def __init__(self, size: tuple[int, int], pin_data: bool = False) -> None:
+        self.size, self.pin_data = (int(size[0]), int(size[1])), bool(pin_data)
 
     def __repr__(self) -> str:
-        return f"EncodedCollate(size={self.size})"
+        return f"EncodedCollate(size={self.size}, pin_data={self.pin_data})"
 
     def _checked(self, batch: Sequence[Any]) -> list[GPUSample]:
         if len(batch) == 0:
@@ -151,4 +164,8 @@ class EncodedCollate:
             targets=collate_targets([p.target for p in items]),
             keys=torch.tensor([_key_row(p.key) for p in items], dtype=torch.int64),
             names=[p.name for p in items],
+            by_share=sum(p.by_share for p in items),
+            share_s=float(sum(p.seconds for p in items if p.by_share)),
+            other_s=float(sum(p.seconds for p in items if not p.by_share)),
+            pin_data=self.pin_data,
         )

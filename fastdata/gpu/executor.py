@@ -20,11 +20,14 @@ from ..errors import ConfigError, MissingDependencyError
 from ..loading.decode_choice import GPUDecode
 from ..loading.executors import DecodeRequest
 from ..loading.keyed import KeyedDataset
+from ..loading.planned import SamplePlans
 from ..loading.streamed import is_stream
 from ..order.generators import SampleKey
 from .backends import CPUDecoder, Decoder, cuda_device, gpu_backend
 from .batch import EncodedCollate
+from .cpu_crops import crop_batch
 from .plan import GPUSamples, hwc, planned
+from .share import CPUShare, ShareController
 from .stage import GPUBatches
 
 __all__ = ["GPUExecutor", "gpu_executor"]
@@ -33,15 +36,36 @@ _log = logging.getLogger("fastdata.gpu")
 
 
 class _CPUPath:
-    """The CPU path for one sample key, in the main process (a sample the decoder rejects)."""
+    """The CPU path in the main process, for samples the GPU decoder rejected."""
 
     def __init__(self, dataset: Any, seeding: str, rank: int) -> None:
         self.keyed = KeyedDataset(dataset, seeding=seeding, rank=rank)  # type: ignore[arg-type]
+        self.plans = SamplePlans.of(self.keyed)
+        self.backend = getattr(self.plans.transform, "backend", "auto") if self.plans is not None else "auto"
+
+    @staticmethod
+    def _key(row: tuple[int, int, int]) -> Any:
+        index, seed, epoch = row
+        return SampleKey(index, seed, epoch) if seed >= 0 else index
 
     def __call__(self, row: tuple[int, int, int]) -> tuple[Any, Any]:
-        index, seed, epoch = row
-        image, target = self.keyed[SampleKey(index, seed, epoch) if seed >= 0 else index]
+        image, target = self.keyed[self._key(row)]
         return hwc(image), target
+
+    def many(self, rows: list[tuple[int, int, int]]) -> list[tuple[Any, Any]]:
+        """The samples of ``rows``: planned again (the same draws), then one
+        batched CPU crop call for them all; what it cannot make, one by one."""
+        keys = [self._key(row) for row in rows]
+        planned = self.plans.plans(keys) if self.plans is not None else [None] * len(keys)
+        ready = [i for i, p in enumerate(planned) if p is not None]
+        sizes = {planned[i].plan.size for i in ready}  # type: ignore[union-attr]
+        out: list[tuple[Any, Any] | None] = [None] * len(keys)
+        if len(sizes) == 1:
+            pixels, failed = crop_batch([planned[i] for i in ready], sizes.pop(), self.backend)  # type: ignore[misc]
+            for j, i in enumerate(ready):
+                if j not in failed:
+                    out[i] = (pixels[j], planned[i].target)  # type: ignore[union-attr]
+        return [done if done is not None else self(row) for done, row in zip(out, rows)]
 
 
 class GPUExecutor:
@@ -53,12 +77,14 @@ class GPUExecutor:
                  chosen: str, size: tuple[int, int]) -> None:
         self.settings, self.decoder, self.device, self.chosen, self.size = settings, decoder, device, chosen, size
         self.fallback = _CPUPath(request.dataset, request.seeding, request.rank)
+        start = settings.starting_share()
+        self.share = CPUShare(start)  # the workers read it; the stage's controller (if any) writes it
 
     def feed(self, keyed: KeyedDataset) -> Dataset:
-        return GPUSamples(keyed, self.decoder.accepts)
+        return GPUSamples(keyed, self.decoder.accepts, self.share)
 
     def collate(self, *, memory_format: torch.memory_format, pin: bool) -> Callable[[list[Any]], Any]:
-        return EncodedCollate(self.size)
+        return EncodedCollate(self.size, pin_data=bool(getattr(self.decoder, "copies_encoded", False)))
 
     def batches(self, feed: Dataset, collate: Callable[[list[Any]], Any]) -> None:
         return None
@@ -69,8 +95,18 @@ class GPUExecutor:
         if prefetch is not None:
             options = {"mean": prefetch.mean, "std": prefetch.std, "dtype": prefetch.dtype,
                        "memory_format": prefetch.memory_format}
+        controller = None
+        if self.settings.controlled:
+            controller = ShareController(self.share, _workers(batches), bounds=self.settings.share_bounds)
         return GPUBatches(batches, device=self.device, decoder=self.decoder, fallback=self.fallback,
-                          budget=self.settings.budget, chosen=self.chosen, **options)
+                          budget=self.settings.budget, chosen=self.chosen, share=self.share, controller=controller,
+                          **options)
+
+
+def _workers(batches: Any) -> int:
+    """The worker processes or threads that build ``batches`` (0: the main process)."""
+    threads = getattr(batches, "threads", None)
+    return int(threads) if threads is not None else int(getattr(batches, "num_workers", 0))
 
 
 def _output_size(transform: Any) -> tuple[int, int]:

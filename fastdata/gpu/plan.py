@@ -14,6 +14,7 @@ pixels.
 from __future__ import annotations
 
 import contextlib
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,8 +29,10 @@ from ..decode.native import plan as native_plan
 from ..decode.plan import CropPlan
 from ..errors import ConfigError
 from ..loading.keyed import KeyedDataset
-from ..loading.planned import SamplePlans
+from ..loading.planned import PlannedSample, SamplePlans
 from ..transforms.base import Source
+from .cpu_crops import crop_batch
+from .share import CPUShare
 
 Box = tuple[float, float, float, float]  # (top, left, height, width), upright full-size pixels
 
@@ -77,6 +80,9 @@ class GPUSample:
         target, key: the sample's target and key (the key reruns the CPU path in
             the main process for an image the GPU decoder rejects).
         name: the record, for messages.
+        by_share: cropped on the CPU as part of the hybrid's CPU share.
+        seconds: the worker's seconds on this sample (its part of the
+            batch's planning, plus its CPU crop or finish), for the share's controller.
     """
 
     data: bytes | None
@@ -87,6 +93,8 @@ class GPUSample:
     target: Any
     key: Any
     name: str
+    by_share: bool = False
+    seconds: float = 0.0
 
 
 def hwc(image: Any) -> np.ndarray:
@@ -99,9 +107,16 @@ def hwc(image: Any) -> np.ndarray:
 class GPUSamples(Dataset):
     """What ``decode="cuda"``'s workers index with sample keys: :class:`GPUSample`.
 
+    A batch's keys are read and planned together; of the samples the GPU
+    decoder takes, the first ``round(share x their number)`` (the hybrid's
+    CPU share, read from ``share`` as the batch starts) are cropped here in
+    one compiled call (:func:`~fastdata.gpu.cpu_crops.crop_batch`) and travel
+    as pixels, the rest as bytes. Each sample keeps its plan either way.
+
     Args:
         keyed: the dataset under its sample keys.
         accepts: what the GPU decoder takes.
+        share: the CPU share (None: 0, everything the GPU takes goes to it).
 
     Raises:
         ConfigError: a dataset or transform ``decode="cuda"`` cannot plan.
@@ -109,9 +124,9 @@ class GPUSamples(Dataset):
 
     clock: Any = None  # set by the loader: its workers' stage times (Loader.stats)
 
-    def __init__(self, keyed: KeyedDataset, accepts: Accepts) -> None:
+    def __init__(self, keyed: KeyedDataset, accepts: Accepts, share: CPUShare | None = None) -> None:
         plans = planned(keyed)
-        self.plans, self.keyed, self.accepts = plans, keyed, accepts
+        self.plans, self.keyed, self.accepts, self.share = plans, keyed, accepts, share
         self.backend = getattr(plans.transform, "backend", "auto")
 
     def __len__(self) -> int:
@@ -122,31 +137,71 @@ class GPUSamples(Dataset):
         # worker's batch begins, and its samples' time (Loader.stats)
         if self.clock is not None:
             self.clock.batch_started()
-        return [self._sample(key, self.clock) for key in keys]
+        return self._samples(keys, self.clock)
+
+    def timed(self, keys: list[Any], clock: Any) -> list[GPUSample]:
+        """A batch's samples, timed on ``clock`` (loader threads call this)."""
+        return self._samples(keys, clock)
 
     def __getitem__(self, key: Any) -> GPUSample:
-        return self._sample(key, None)
+        return self._samples([key], None)[0]
 
-    def _sample(self, key: Any, clock: Any) -> GPUSample:
-        with clock.span("read+plan") if clock is not None else _UNTIMED:
-            (sample,) = self.plans.plans([key])
-            if sample is not None and self.accepts.takes(sample.info):
-                plan, info = sample.plan, sample.info
-                box = _snapped(info, plan, sample.name) if plan.snap else tuple(float(v) for v in plan.box)
-                return GPUSample(sample.data, box, plan, (info.height, info.width), None, sample.target, key,
-                                 sample.name)
-        # the CPU finishes an image the GPU decoder does not take: timed apart from reading
-        with clock.span("redo") if clock is not None else _UNTIMED:
-            if sample is not None:
-                try:  # the CPU executor with the draws already made: the pixels of decode="cpu"
-                    pixels = Source(EncodedImage(sample.data, sample.name), self.backend).execute(sample.plan)
-                    info = sample.info
-                    return GPUSample(None, sample.plan.box, sample.plan, (info.height, info.width), pixels,
-                                     sample.target, key, sample.name)
-                except DATA_ERRORS:
-                    pass  # dataset[key] meets it again and reports or skips it as on_error says
-            image, target = self.keyed[key]
-            return GPUSample(None, (0.0, 0.0, 0.0, 0.0), None, (0, 0), hwc(image), target, key, str(key))
+    def _samples(self, keys: list[Any], clock: Any) -> list[GPUSample]:
+        span = clock.span if clock is not None else _untimed
+        t0 = time.perf_counter()
+        with span("read+plan"):
+            planned_ = self.plans.plans(keys)
+            share = self.share.get() if self.share is not None else 0.0
+            takes = [i for i, s in enumerate(planned_) if s is not None and self.accepts.takes(s.info)]
+            size = planned_[takes[0]].plan.size if takes else None  # type: ignore[union-attr]
+            to_cpu = [i for i in takes[: round(share * len(takes))] if planned_[i].plan.size == size]  # type: ignore[union-attr]
+            out: list[GPUSample | None] = [None] * len(keys)
+            chosen = set(to_cpu)
+            for i in takes:
+                if i not in chosen:
+                    out[i] = self._encoded(planned_[i], keys[i])  # type: ignore[arg-type]
+        plan_s = (time.perf_counter() - t0) / max(1, len(keys))  # the batch's planning, spread over its samples
+        redo = [i for i in range(len(keys)) if out[i] is None and i not in chosen]
+        if to_cpu:
+            t1 = time.perf_counter()
+            with span("decode+collate"):  # the share: one C call that crops every sample it took
+                pixels, failed = crop_batch([planned_[i] for i in to_cpu], size, self.backend)  # type: ignore[misc,arg-type]
+            each = (time.perf_counter() - t1) / len(to_cpu)
+            for j, i in enumerate(to_cpu):
+                p = planned_[i]
+                if j not in failed:
+                    out[i] = GPUSample(None, p.plan.box, p.plan, (p.info.height, p.info.width), pixels[j],  # type: ignore[union-attr]
+                                       p.target, keys[i], p.name, by_share=True, seconds=each)  # type: ignore[union-attr]
+            redo += [to_cpu[j] for j in failed]
+        for i in sorted(redo):  # the CPU finishes an image the GPU decoder does not take: timed apart from reading
+            t1 = time.perf_counter()
+            with span("redo"):
+                out[i] = self._redo(keys[i], planned_[i])
+            out[i].seconds = time.perf_counter() - t1  # type: ignore[union-attr]
+        for sample in out:
+            sample.seconds += plan_s  # type: ignore[union-attr]
+        return out  # type: ignore[return-value]
+
+    def _encoded(self, sample: PlannedSample, key: Any) -> GPUSample:
+        plan, info = sample.plan, sample.info
+        box = _snapped(info, plan, sample.name) if plan.snap else tuple(float(v) for v in plan.box)
+        return GPUSample(sample.data, box, plan, (info.height, info.width), None, sample.target, key, sample.name)
+
+    def _redo(self, key: Any, sample: PlannedSample | None) -> GPUSample:
+        if sample is not None:
+            try:  # the CPU executor with the draws already made: the pixels of decode="cpu"
+                pixels = Source(EncodedImage(sample.data, sample.name), self.backend).execute(sample.plan)
+                info = sample.info
+                return GPUSample(None, sample.plan.box, sample.plan, (info.height, info.width), pixels,
+                                 sample.target, key, sample.name)
+            except DATA_ERRORS:
+                pass  # dataset[key] meets it again and reports or skips it as on_error says
+        image, target = self.keyed[key]
+        return GPUSample(None, (0.0, 0.0, 0.0, 0.0), None, (0, 0), hwc(image), target, key, str(key))
+
+
+def _untimed(name: str) -> Any:
+    return _UNTIMED
 
 
 def planned(keyed: KeyedDataset) -> SamplePlans:

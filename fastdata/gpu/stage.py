@@ -16,6 +16,7 @@ import contextlib
 import logging
 import time
 from collections import Counter, deque
+from dataclasses import replace
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -29,6 +30,7 @@ from .backends import Decoder, cuda_device
 from .batch import EncodedBatch
 from .device_times import DeviceTimes
 from .resample import both_weights, chunks, crop_resize, pack, round_up
+from .share import BatchCost, CPUShare, ShareController
 
 __all__ = ["GPUBatches"]
 
@@ -59,6 +61,18 @@ def _runs(groups: list[np.ndarray], windows: np.ndarray, out_size: tuple[int, in
     return runs
 
 
+def _rebased(batch: EncodedBatch) -> EncodedBatch:
+    """The batch's geometry for images decoded as their windows only (a
+    decoder with ``roi``): each image is its window, so sizes become the
+    windows' and boxes move by the windows' corners; the filter reads the
+    same pixels with the same weights (a window covers the filter's support)."""
+    w = batch.windows
+    corner = torch.zeros_like(batch.boxes)
+    corner[:, :2] = w[:, :2].to(batch.boxes.dtype)
+    windows = torch.cat([torch.zeros_like(w[:, :2]), w[:, 2:]], dim=1)
+    return replace(batch, sizes=w[:, 2:].clone(), boxes=batch.boxes - corner, windows=windows)
+
+
 def _on(stream: Any) -> Any:
     return torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
 
@@ -85,14 +99,17 @@ class GPUBatches:
         budget: elements of gathered source windows per resampling step.
         depth: finished batches held ahead of the training loop.
         chosen: why this decoder (for ``repr``).
+        share: the hybrid's CPU share the workers read (None: no split).
+        controller: steers ``share`` from each batch's costs (None: it stays as set).
     """
 
     def __init__(self, loader: Iterable[Any], *, device: torch.device, decoder: Decoder, fallback: Fallback,
                  mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
                  dtype: torch.dtype | None = None, memory_format: torch.memory_format = torch.contiguous_format,
-                 budget: int = 1 << 28, depth: int = 2, chosen: str = "") -> None:
+                 budget: int = 1 << 28, depth: int = 2, chosen: str = "", share: CPUShare | None = None,
+                 controller: ShareController | None = None) -> None:
         self.loader, self.device, self.decoder, self.fallback = loader, torch.device(device), decoder, fallback
-        self.depth, self.chosen = int(depth), chosen
+        self.depth, self.chosen, self.share, self.controller = int(depth), chosen, share, controller
         self.times: Counter[str] = Counter()
         self.device_clock = DeviceTimes()  # Loader.stats: the device's seconds per step (CUDA events)
         self.dtype, self.memory_format, self.budget = dtype, memory_format, int(budget)
@@ -109,9 +126,17 @@ class GPUBatches:
     def __len__(self) -> int:
         return len(self.loader)  # type: ignore[arg-type]
 
+    @property
+    def cpu_share(self) -> float | None:
+        """The share of GPU-decodable samples the workers crop on the CPU now (None: no split)."""
+        return self.share.get() if self.share is not None else None
+
     def __repr__(self) -> str:
         why = f"; {self.chosen}" if self.chosen else ""
-        return f"GPUBatches({self.decoder.name} decoder on {self.device}{why})"
+        split = ""
+        if self.share is not None and (self.controller is not None or self.share.get() > 0):
+            split = f"; CPU share {self.share.get():.2f} ({'controlled' if self.controller is not None else 'fixed'})"
+        return f"GPUBatches({self.decoder.name} decoder on {self.device}{split}{why})"
 
     def close(self) -> None:
         if self._active is not None:
@@ -229,8 +254,8 @@ class GPUBatches:
         return (*self._assembled(batch, images), batch, images)
 
     def _decode_batch(self, batch: EncodedBatch, stream: Any) -> tuple[EncodedBatch, list[Any]]:
-        clock, images = time.perf_counter, []
-        if len(batch.gpu):
+        clock, images, gpu, seconds = time.perf_counter, [], len(batch.gpu), 0.0
+        if gpu:
             t0 = clock()
             with _on(stream), named_range("fastdata.gpu.decode"):
                 started = self.device_clock.start(self.device)
@@ -238,9 +263,14 @@ class GPUBatches:
                 self.device_clock.stop("decode", started)
             t1 = clock()
             self.times["decode"] += t1 - t0
+            if getattr(self.decoder, "roi", False):
+                batch = _rebased(batch)
             if rejected:
                 batch, images = self._on_cpu(batch, images, rejected)
-            self.times["cpu"] += clock() - t1
+            seconds = clock() - t0
+            self.times["cpu"] += seconds - (t1 - t0)
+        if self.controller is not None:
+            self.controller.observe(BatchCost(gpu, seconds, batch.by_share, batch.share_s, batch.other_s))
         return batch, images
 
     def _assembled(self, batch: EncodedBatch, images: list[Any]) -> tuple[torch.Tensor, Any]:
@@ -265,16 +295,25 @@ class GPUBatches:
         return self._output(out), _move(batch.targets, dev)
 
     def _decode(self, batch: EncodedBatch) -> tuple[list[torch.Tensor | None], list[int]]:
-        images = self._decode_parts(list(batch.data.tensor_split(batch.offsets[1:-1])))
-        expected = batch.sizes.tolist()
+        encoded = list(batch.data.tensor_split(batch.offsets[1:-1]))
+        if getattr(self.decoder, "roi", False):  # only the windows the resampling reads
+            regions: list[Any] | None = [tuple(w) for w in batch.windows.tolist()]
+            expected = batch.windows[:, 2:4].tolist()
+        else:
+            regions, expected = None, batch.sizes.tolist()
+        images = self._decode_parts(encoded, regions)
         rejected = [j for j, (image, size) in enumerate(zip(images, expected)) if image is None or self._shape(image) != size]
         return images, rejected
 
-    def _decode_parts(self, encoded: list[torch.Tensor]) -> list[torch.Tensor | None]:
+    def _decode_parts(self, encoded: list[torch.Tensor], regions: list[Any] | None = None) -> list[torch.Tensor | None]:
         """One call for the whole list; when it raises (torchvision does for one
-        bad image), each half again: one bad file costs about 2 log2(N) calls, not N."""
+        bad image), each half again: one bad file costs about 2 log2(N) calls, not N.
+        ``regions``: ``(top, left, rows, cols)`` per image for a decoder with ``roi``."""
         try:
-            images = list(self.decoder.decode(encoded, self.device))
+            if regions is None:
+                images = list(self.decoder.decode(encoded, self.device))
+            else:
+                images = list(self.decoder.decode(encoded, self.device, regions=regions))  # type: ignore[call-arg]
             if len(images) == len(encoded):
                 return images
             failure = f"{len(images)} images for {len(encoded)} inputs"
@@ -284,7 +323,8 @@ class GPUBatches:
             return [None]
         _log.debug("the %s decoder failed a call of %d (%s); splitting it", self.decoder.name, len(encoded), failure)
         half = len(encoded) // 2
-        return self._decode_parts(encoded[:half]) + self._decode_parts(encoded[half:])
+        head, tail = (None, None) if regions is None else (regions[:half], regions[half:])
+        return self._decode_parts(encoded[:half], head) + self._decode_parts(encoded[half:], tail)
 
     def _shape(self, image: torch.Tensor) -> list[int]:
         if image.ndim != 3:
@@ -293,12 +333,16 @@ class GPUBatches:
         return [h, w] if c == 3 else []
 
     def _on_cpu(self, batch: EncodedBatch, images: list[Any], rejected: list[int]) -> tuple[EncodedBatch, list[Any]]:
-        """The CPU path for each rejected sample; its pixels join ``ready``."""
+        """The CPU path for the rejected samples, all in one batched call where the
+        fallback has one (``fallback.many``); their pixels join ``ready``."""
         positions = batch.gpu[rejected]
         pixels, targets = [], batch.targets
-        for j, position in zip(rejected, positions.tolist()):
+        rows = [tuple(batch.keys[position].tolist()) for position in positions.tolist()]
+        for position in positions.tolist():
             _log.warning("fastdata: the %s decoder rejected %s; decoded on the CPU", self.decoder.name, batch.names[position])
-            image, target = self.fallback(tuple(batch.keys[position].tolist()))  # type: ignore[arg-type]
+        many = getattr(self.fallback, "many", None)
+        done = many(rows) if many is not None else [self.fallback(row) for row in rows]  # type: ignore[arg-type]
+        for position, (image, target) in zip(positions.tolist(), done):
             pixels.append(torch.as_tensor(np.ascontiguousarray(image)))
             if isinstance(targets, torch.Tensor):
                 targets[position] = torch.as_tensor(target, dtype=targets.dtype)
@@ -309,11 +353,10 @@ class GPUBatches:
         offsets = torch.zeros(len(kept) + 1, dtype=torch.int64)
         torch.cumsum(lengths, 0, out=offsets[1:])
         data = torch.cat([batch.data[batch.offsets[j]: batch.offsets[j + 1]] for j in kept.tolist()] or [batch.data[:0]])
-        new = EncodedBatch(
-            data=data, offsets=offsets, gpu=batch.gpu[kept], sizes=batch.sizes[kept], boxes=batch.boxes[kept],
-            windows=batch.windows[kept], flips=batch.flips, drawn=batch.drawn,
-            ready=torch.cat([batch.ready, torch.stack(pixels)]), ready_at=torch.cat([batch.ready_at, positions]),
-            targets=targets, keys=batch.keys, names=batch.names,
+        new = replace(
+            batch, data=data, offsets=offsets, gpu=batch.gpu[kept], sizes=batch.sizes[kept], boxes=batch.boxes[kept],
+            windows=batch.windows[kept], ready=torch.cat([batch.ready, torch.stack(pixels)]),
+            ready_at=torch.cat([batch.ready_at, positions]), targets=targets,
         )
         return new, [images[j] for j in kept.tolist()]
 

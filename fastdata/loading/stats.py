@@ -52,6 +52,8 @@ class LoaderStats:
             (``wait`` for the workers, ``decode``, ``cpu``, ``resample``).
         device: its device seconds per step (CUDA events; empty without CUDA).
         notes: what the stage names above cover.
+        cpu_share: a GPU decode's share of GPU-decodable samples cropped on
+            the CPU at the end of the window (None: no GPU decode).
     """
 
     seconds: float = 0.0
@@ -65,6 +67,7 @@ class LoaderStats:
     stage: dict[str, float] = field(default_factory=dict)
     device: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    cpu_share: float | None = None
 
     @property
     def wait_share(self) -> float:
@@ -94,6 +97,7 @@ class LoaderStats:
             worker_busy_s=self.worker_busy_s - earlier.worker_busy_s,
             worker_stages=minus(self.worker_stages, earlier.worker_stages),
             stage=minus(self.stage, earlier.stage), device=minus(self.device, earlier.device), notes=self.notes,
+            cpu_share=self.cpu_share,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -163,6 +167,7 @@ class LoaderTiming:
             seconds=seconds, batches=self.batches, wait_s=self.wait_s, workers=self.workers, worker_kind=self.kind,
             worker_batches=int(totals["batches"]), worker_busy_s=totals["busy"], worker_stages=stages,
             stage=host, device=device, notes=tuple(note for k, note in _NOTES.items() if k in stages),
+            cpu_share=getattr(self.stage, "cpu_share", None),
         )
 
 
