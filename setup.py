@@ -33,6 +33,7 @@ HINT_SPEEDUPS = (
 
 NATIVE = "fastdata/decode/_native"
 SPEEDUPS = "fastdata/formats/_native"
+JPEG = "fastdata/jpeg/_native"  # markers.h: the JPEG marker walk both extensions include (header-only, no libjpeg)
 
 
 class OptionalBuildExt(build_ext):
@@ -96,16 +97,17 @@ setup(
                      ("module", "batch", "cropdecode", "resample", "kernels", "segments", "restarts", "resegment", "huffman",
                       "baseline")],
             depends=[f"{NATIVE}/{name}.h" for name in
-                     ("batch", "cropdecode", "resample", "kernels", "segments", "restarts", "resegment", "huffman",
-                      "baseline", "markers")],
+                     ("batch", "cropdecode", "resample", "kernels", "segments", "restarts", "resegment", "interval",
+                      "huffman", "baseline")] + [f"{JPEG}/markers.h"],
+            include_dirs=[JPEG],
             libraries=["jpeg"],
             extra_compile_args=["-O3"] if os.name != "nt" else [],
         ),
         Extension(
             "fastdata.formats._speedups",
             sources=[f"{SPEEDUPS}/speedups.c", f"{SPEEDUPS}/jpeg_check.c", f"{SPEEDUPS}/crc32c_hw.c"],
-            depends=[f"{SPEEDUPS}/jpeg_check.h", f"{SPEEDUPS}/crc32c_hw.h", f"{NATIVE}/markers.h"],
-            include_dirs=[NATIVE],  # markers.h: the JPEG marker walk the crop decoder uses too (no libjpeg)
+            depends=[f"{SPEEDUPS}/jpeg_check.h", f"{SPEEDUPS}/crc32c_hw.h", f"{JPEG}/markers.h"],
+            include_dirs=[JPEG],
             extra_compile_args=["-O3"] if os.name != "nt" else [],
         ),
     ],

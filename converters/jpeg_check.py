@@ -31,12 +31,9 @@ import sys
 
 from fastdata.errors import DecodeError
 from fastdata.formats import speedups as _speedups
-from fastdata.formats.jpeg_markers import segments as jpeg_segments
+from fastdata.jpeg.markers import DCT_HUFFMAN, FRAMES
+from fastdata.jpeg.markers import segments as jpeg_segments
 
-# Huffman-coded DCT frames libjpeg-turbo decodes: baseline, extended sequential, progressive.
-_SOF_OK = frozenset({0xC0, 0xC1, 0xC2})
-# Every other SOFn (lossless, hierarchical, arithmetic): not sure, so decode.
-_SOF_OTHER = frozenset({0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF})
 # SOI, EOI, JPG, DAC (arithmetic), DHP and EXP (hierarchical): not expected before a scan.
 _UNSURE = frozenset({0xD8, 0xD9, 0xC8, 0xCC, 0xDE, 0xDF})
 # APP segments whose short forms make Pillow's Image.open fail: marker -> (prefix, shortest length).
@@ -90,13 +87,13 @@ def _walk(data: bytes, n: int) -> tuple[int, int] | None:
             return None  # standalone, misplaced or hierarchical marker before the first scan
         if end > n - 2:
             return None
-        if marker in _SOF_OK:
+        if marker in DCT_HUFFMAN:
             if frame is not None:
                 return None
             frame = _frame(data, start, end)
             if frame is None:
                 return None
-        elif marker in _SOF_OTHER:
+        elif marker in FRAMES:  # every other SOFn (lossless, hierarchical, arithmetic): not sure, so decode
             return None
         elif marker == 0xDB:
             if not _quant_tables(data, start, end, quant):

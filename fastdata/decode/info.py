@@ -12,12 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DecodeError
-from ..formats.jpeg_markers import segments as jpeg_segments
+from ..jpeg.markers import FRAMES, PROGRESSIVE
+from ..jpeg.markers import segments as jpeg_segments
 
-# Start-of-frame markers that carry the image size (not DHT 0xC4, JPG 0xC8, DAC 0xCC).
-_SOF = frozenset({0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF})
-_PROGRESSIVE = frozenset({0xC2, 0xC6, 0xCA, 0xCE})
-_WANTED = _SOF | {0xE1}  # the frame header and EXIF
+_WANTED = FRAMES | {0xE1}  # the frame header and EXIF
 _ORIENTATION_TAG = 0x0112
 
 
@@ -108,7 +106,7 @@ def parse_jpeg_header(data: bytes, *, name: str | None = None) -> ImageInfo:
     try:
         # Junk between markers is skipped, as libjpeg does (with a warning).
         for marker, start, end in jpeg_segments(data, only=_WANTED, resync=True, name=name):
-            if marker in _SOF:
+            if marker in FRAMES:
                 if end - start < 6:
                     break
                 height, width = struct.unpack_from(">HH", data, start + 1)
@@ -128,7 +126,7 @@ def parse_jpeg_header(data: bytes, *, name: str | None = None) -> ImageInfo:
     orientation = orientation or 1
     if orientation >= 5:
         height, width = width, height
-    return ImageInfo(height, width, "JPEG", orientation, mode, marker in _PROGRESSIVE, marker, precision)
+    return ImageInfo(height, width, "JPEG", orientation, mode, marker in PROGRESSIVE, marker, precision)
 
 
 def exif_orientation(buf: Any, start: int, end: int) -> int:

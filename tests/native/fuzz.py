@@ -31,6 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 NATIVE = ROOT / "fastdata" / "decode" / "_native"
+JPEG = ROOT / "fastdata" / "jpeg" / "_native"  # markers.h, which baseline.h includes
 HARNESS = Path(__file__).with_name("fuzz_cropdecode.c")
 SOURCES = [NATIVE / f"{name}.c" for name in ("cropdecode", "resample", "kernels", "segments", "restarts", "resegment", "huffman",
                                               "baseline")]
@@ -53,7 +54,7 @@ def build(workdir: Path) -> dict[str, Path]:
     binaries = {}
     for variant, extra in (("simd", []), ("plain", ["-DFD_NO_SIMD"])):
         exe = workdir / f"fuzz_{variant}"
-        cmd = [cc, *FLAGS, *extra, f"-I{NATIVE}", str(HARNESS), *map(str, SOURCES), "-ljpeg", "-lm", "-o", str(exe)]
+        cmd = [cc, *FLAGS, *extra, f"-I{NATIVE}", f"-I{JPEG}", str(HARNESS), *map(str, SOURCES), "-ljpeg", "-lm", "-o", str(exe)]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode:
             raise Unavailable(f"cannot build the ASan harness ({' '.join(cmd[:2])} ...): {done.stderr.strip()[-400:]}")

@@ -101,7 +101,7 @@ def build(workdir: Path) -> Path:
     package = workdir / "pkg"
     shutil.copytree(ROOT / "fastdata", package / "fastdata", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
     target = package / "fastdata" / "decode" / f"_cropdecode{sysconfig.get_config_var('EXT_SUFFIX')}"
-    cmd = [cc, "-shared", "-fPIC", *fuzz.FLAGS, f"-I{NATIVE}", f"-I{sysconfig.get_paths()['include']}",
+    cmd = [cc, "-shared", "-fPIC", *fuzz.FLAGS, f"-I{NATIVE}", f"-I{fuzz.JPEG}", f"-I{sysconfig.get_paths()['include']}",
            *(str(NATIVE / f"{name}.c") for name in SOURCES), "-ljpeg", "-lm", "-o", str(target)]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode:

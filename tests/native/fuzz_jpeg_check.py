@@ -24,7 +24,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 SOURCES = ROOT / "fastdata" / "formats" / "_native"
-MARKERS = ROOT / "fastdata" / "decode" / "_native"  # markers.h: the marker walk jpeg_check.c shares
+MARKERS = ROOT / "fastdata" / "jpeg" / "_native"  # markers.h: the marker walk jpeg_check.c shares
 
 HARNESS = r"""
 #include <stdio.h>

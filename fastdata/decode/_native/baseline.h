@@ -1,8 +1,8 @@
 /* The header of a single-scan baseline JPEG, as the crop path's two
  * rewriters need it: segments.c (keep only a crop's restart segments) and
  * resegment.c (add restart markers). Both take only files they understand
- * exactly, so the rules are strict and shared: one walk (markers.h), one set
- * of rules, two callers. */
+ * exactly, so the rules are strict and shared: one walk (markers.h, in
+ * fastdata/jpeg/_native), one set of rules, two callers. */
 #ifndef FD_BASELINE_H
 #define FD_BASELINE_H
 

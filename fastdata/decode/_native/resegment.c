@@ -13,7 +13,7 @@
 
 #include "baseline.h"
 #include "huffman.h"
-#include "restarts.h"
+#include "interval.h"
 
 int fd_allow_resegment = 1;
 

@@ -1,5 +1,7 @@
 /* The lossless transcode that puts restart markers into a JPEG. See restarts.h. */
 #include "restarts.h"
+
+#include "interval.h"
 #include "resegment.h"
 
 #include <setjmp.h>
@@ -19,17 +21,6 @@ static void tr_error_exit(j_common_ptr cinfo) { longjmp(((struct tr_err *)cinfo-
 
 static void tr_emit(j_common_ptr cinfo, int level) {
     if (level < 0) longjmp(((struct tr_err *)cinfo->err)->jump, 1); /* a warning: damaged data */
-}
-
-/* MCUs per restart segment: the MCUs per row split into d equal runs, d the
- * largest divisor of mx not above chunks. When that leaves runs more than 4x
- * longer than asked (a prime mx), one MCU per segment: on hymenoptera that
- * decoded crops as fast as 3-MCU runs, for a file 5% larger instead of 3%. */
-unsigned fd_restart_interval(unsigned mx, int chunks) {
-    unsigned want = chunks > 1 ? (unsigned)chunks : 1, d = want;
-    while (d > 1 && mx % d) d--;
-    if (d * 4 < (want < mx ? want : mx)) d = mx;
-    return mx / d;
 }
 
 /* A growing output buffer of our own: jpeg_mem_dest's is lost (leaked) when an

@@ -8,12 +8,9 @@
 
 #include "cropdecode.h"
 
-/* MCUs per restart segment for mx MCUs per row (see restarts.c). */
-unsigned fd_restart_interval(unsigned mx, int chunks);
-
 /* The same DCT coefficients (so the same pixels) and every APPn/COM marker,
  * with a restart marker every MCUs_per_row / d MCUs, d the largest divisor of
- * the MCUs per row not above chunks (1: one per MCU row).
+ * the MCUs per row not above chunks (1: one per MCU row; interval.h).
  * First fd_resegment (resegment.h: the source's data cut into segments);
  * what it declines libjpeg re-encodes, with Huffman tables fitted to the
  * image.

@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#include "markers.h" /* fastdata/decode/_native: the walk the crop path uses too */
+#include "markers.h" /* fastdata/jpeg/_native: the walk the crop path uses too */
 
 typedef struct {
     const unsigned char *d;
@@ -24,11 +24,6 @@ static int has_at(span s, size_t at, const char *text, size_t len) {
 
 static int is_unsure(unsigned m) { /* SOI, EOI, JPG, DAC, DHP, EXP */
     return m == 0xD8 || m == 0xD9 || m == 0xC8 || m == 0xCC || m == 0xDE || m == 0xDF;
-}
-
-static int is_sof_other(unsigned m) {
-    return m == 0xC3 || m == 0xC5 || m == 0xC6 || m == 0xC7 || m == 0xC9 || m == 0xCA || m == 0xCB || m == 0xCD ||
-           m == 0xCE || m == 0xCF;
 }
 
 typedef struct {
@@ -151,7 +146,7 @@ int fd_jpeg_passthrough(const unsigned char *data, size_t n, int has_limit, unsi
         if (marker == 0xC0 || marker == 0xC1 || marker == 0xC2) {
             if (have_frame || !parse_frame(s, start, end, has_limit, limit, &f)) return FD_JPEG_NO;
             have_frame = 1;
-        } else if (is_sof_other(marker)) {
+        } else if (fd_is_frame(marker)) { /* every other SOFn: lossless, hierarchical, arithmetic */
             return FD_JPEG_NO;
         } else if (marker == 0xDB) {
             if (!quant_tables(s, start, end, &quant)) return FD_JPEG_NO;

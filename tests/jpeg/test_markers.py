@@ -1,4 +1,4 @@
-"""The JPEG marker walk (fastdata.formats.jpeg_markers) and the readers built on it.
+"""The JPEG marker walk (fastdata.jpeg.markers) and the readers built on it.
 
 Generated JPEGs walk to their first scan; malformed headers (no SOI, junk,
 a file cut inside a marker or a segment, a length under 2 or past the end,
@@ -17,7 +17,7 @@ from PIL import Image
 
 from fastdata.errors import DecodeError
 from fastdata.formats import speedups
-from fastdata.formats.jpeg_markers import segments
+from fastdata.jpeg.markers import segments
 
 
 def jpeg(w: int = 40, h: int = 30, **options) -> bytes:

@@ -1,14 +1,16 @@
-"""The walk over a JPEG's marker segments, from SOI to the first scan (SOS).
+"""The walk over a JPEG's marker segments, from SOI to the first scan (SOS),
+and the marker sets its readers share.
 
 One walk for every Python reader of JPEG headers: :mod:`fastdata.decode.info`
 (size, orientation, frame type) and the converter's structural check
 (``converters/jpeg_check.py``). It reads framing only (where each segment
-starts and ends); what a marker means, and which markers a reader accepts,
-stay with the reader. The C twin is ``fastdata/decode/_native/markers.h``.
+starts and ends); what a marker means to a reader, and which markers it
+accepts, stay with the reader, except the frame (SOFn) sets below, which
+both readers name. The C twin is ``fastdata/jpeg/_native/markers.h``.
 
-It lives beside :mod:`.images` rather than in :mod:`fastdata.decode` so that
-the converter, which stores most JPEGs without decoding them, can use it
-without importing the decoders (and NumPy).
+It imports only :mod:`fastdata.errors`, so the converter, which stores most
+JPEGs without decoding them, uses it without importing the decoders (and
+NumPy), and ``formats`` and ``decode`` both stand on it.
 """
 
 from __future__ import annotations
@@ -17,13 +19,21 @@ from collections.abc import Iterator
 
 from ..errors import DecodeError
 
-__all__ = ["segments"]
+__all__ = ["DCT_HUFFMAN", "EOI", "FRAMES", "PROGRESSIVE", "SOS", "STANDALONE", "segments"]
 
 #: Markers without a length field (ITU T.81 B.1.1.3): TEM, RST0-7, SOI. EOI, the
 #: other one, ends the walk.
 STANDALONE = frozenset({0x01, 0xD0, 0xD1, 0xD2, 0xD3, 0xD4, 0xD5, 0xD6, 0xD7, 0xD8})
 EOI = 0xD9
 SOS = 0xDA
+#: Start-of-frame markers, the segments that carry the image size: SOF0-SOF15
+#: less DHT 0xC4, JPG 0xC8 and DAC 0xCC (T.81 table B.1). The C twin is
+#: ``fd_is_frame`` in ``markers.h``.
+FRAMES = frozenset({0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF})
+#: The progressive frames (Huffman and arithmetic coded, plain and differential).
+PROGRESSIVE = frozenset({0xC2, 0xC6, 0xCA, 0xCE})
+#: Huffman-coded DCT frames libjpeg-turbo decodes: baseline, extended sequential, progressive.
+DCT_HUFFMAN = frozenset({0xC0, 0xC1, 0xC2})
 _NO_LENGTH = STANDALONE | {EOI}
 _EVERY = frozenset(range(256))
 

@@ -1,9 +1,11 @@
 /* The one walk over a JPEG's marker segments (SOI, APPn, DQT, DHT, SOFn,
  * DRI, ... SOS), shared by every C reader of JPEG headers: the crop path's
- * segments.c and resegment.c (through baseline.h) and the converter's
- * structural check (fastdata/formats/_native/jpeg_check.c, whose extension
- * has this folder on its include path). It reads framing only; what a marker
- * means, and which ones a caller accepts, stays with the caller.
+ * segments.c and resegment.c (through fastdata/decode/_native/baseline.h) and
+ * the converter's structural check (fastdata/formats/_native/jpeg_check.c).
+ * Both extensions have this folder on their include path; it includes nothing
+ * of theirs. It reads framing only; what a marker means, and which ones a
+ * caller accepts, stays with the caller. The Python twin is
+ * fastdata/jpeg/markers.py.
  * Header-only and without libjpeg, so either extension builds without the other. */
 #ifndef FD_MARKERS_H
 #define FD_MARKERS_H
@@ -30,6 +32,12 @@ enum {
 /* Flag: skip 0xFF fill bytes before the marker code (B.1.1.2 allows any
  * number). Without it the code must follow the first 0xFF. */
 #define FD_SEGMENT_FILL 1u
+
+/* 1 for a start-of-frame marker, one that carries the image size: SOF0-SOF15
+ * less DHT 0xC4, JPG 0xC8 and DAC 0xCC (markers.py: FRAMES). */
+static inline int fd_is_frame(unsigned code) {
+    return code >= 0xC0 && code <= 0xCF && code != 0xC4 && code != 0xC8 && code != 0xCC;
+}
 
 /* 1 when data starts with SOI (0xFF 0xD8): the walk's first segment is at 2. */
 static inline int fd_starts_jpeg(const uint8_t *d, size_t size) { return size >= 2 && d[0] == 0xFF && d[1] == 0xD8; }
