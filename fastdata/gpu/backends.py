@@ -9,7 +9,8 @@ when any input fails (the caller then finds the culprits one at a time).
 * ``torchvision``: ``torchvision.io.decode_jpeg(list, device="cuda")``,
   batched nvJPEG (torchvision >= 0.20; A100/H100 use the hardware engine).
 * ``nvimgcodec``: NVIDIA nvImageCodec (``pip install nvidia-nvimgcodec-cu12``
-  or ``-cu13``), batched, on the caller's stream.
+  or ``-cu13``): the hardware engine first, pre-allocated, per-image ROI,
+  one decoder per thread on two threads (:mod:`.nvimgcodec`).
 * ``cpu``: fastdata's own CPU decoder, one image after another: the stand-in
   that lets the same batch code run, and be tested, without a GPU.
 
@@ -21,15 +22,15 @@ torchvision's from 0.29) is one more class with ``decode`` and an entry in
 from __future__ import annotations
 
 import importlib
-from typing import Any, Protocol
+from typing import Protocol
 
-import numpy as np
 import torch
 
 from ..decode import decode
 from ..errors import ConfigError, MissingDependencyError
+from .nvimgcodec import NvImageCodecDecoder
 from .plan import Accepts
-from .probe import probe
+from .probe import probe, probe_roi
 
 __all__ = ["BACKENDS", "CPUDecoder", "Decoder", "NvImageCodecDecoder", "TorchvisionDecoder", "cuda_device", "gpu_backend"]
 
@@ -37,7 +38,12 @@ __all__ = ["BACKENDS", "CPUDecoder", "Decoder", "NvImageCodecDecoder", "Torchvis
 class Decoder(Protocol):
     """``decode`` returns one entry per input: its image, or None for an
     input it could not decode; it may instead raise when the whole call fails
-    (torchvision does for one bad image), and the caller then splits the batch."""
+    (torchvision does for one bad image), and the caller then splits the batch.
+
+    Two optional attributes (read with ``getattr``, False when absent):
+    ``roi`` -- ``decode`` takes ``regions=[(top, left, rows, cols), ...]`` and
+    returns those pixels only; ``copies_encoded`` -- it copies the encoded
+    bytes to the device itself, so the loader pins them."""
 
     name: str
     layout: str
@@ -71,6 +77,7 @@ class TorchvisionDecoder:
 
     name, layout = "torchvision", "chw"
     accepts = Accepts(progressive=False)
+    copies_encoded = True  # nvJPEG's host-to-device copy of the bitstream (the first GPU run's profile)
 
     def __init__(self, guard: bool = True) -> None:
         try:
@@ -85,82 +92,37 @@ class TorchvisionDecoder:
         return list(self._decode(encoded, mode=self._mode, device=device))
 
 
-class NvImageCodecDecoder:
-    """Batched decode with NVIDIA nvImageCodec (the hardware JPEG engine where
-    there is one), results ordered on the caller's stream.
-
-    The hardware engine does not wait for earlier work on that stream, so
-    ``guard`` synchronises it first, as for torchvision. An image it cannot
-    decode comes back as None, and only that image goes to the CPU path.
-
-    Args:
-        guard: synchronise the caller's stream before each call.
-        cpu: decode with nvImageCodec's CPU backend into host memory (for
-            checks on machines without a GPU; not a fast path).
-    """
-
-    name, layout = "nvimgcodec", "hwc"
-    accepts = Accepts(progressive=True)
-
-    def __init__(self, guard: bool = True, cpu: bool = False) -> None:
-        try:
-            self._codec = importlib.import_module("nvidia.nvimgcodec")
-        except ImportError as exc:
-            raise MissingDependencyError(
-                f"the nvimgcodec decoder needs pip install 'fastdata[gpu]' (nvidia-nvimgcodec-cu13[nvjpeg]; -cu12 for "
-                f"CUDA 12) ({exc})"
-            ) from exc
-        codec = self._codec
-        self.guard, self.cpu = guard, cpu
-        self.params = codec.DecodeParams(color_spec=codec.ColorSpec.SRGB, apply_exif_orientation=False)
-        self._decoders: dict[int, Any] = {}
-
-    def _decoder(self, device: torch.device) -> Any:
-        index = -1 if self.cpu else cuda_device(device).index
-        if index not in self._decoders:
-            codec = self._codec
-            self._decoders[index] = (
-                codec.Decoder(device_id=codec.NVIMGCODEC_DEVICE_CPU_ONLY, backends=[codec.Backend(codec.BackendKind.CPU_ONLY)])
-                if self.cpu else codec.Decoder(device_id=index)
-            )
-        return self._decoders[index]
-
-    def decode(self, encoded: list[torch.Tensor], device: torch.device) -> list[torch.Tensor | None]:
-        codec, decoder = self._codec, self._decoder(device)
-        streams = [codec.CodeStream(t.numpy()) for t in encoded]
-        if self.cpu:
-            images = decoder.decode(streams, params=self.params)
-            return [None if im is None else torch.from_numpy(np.asarray(im.cpu())).to(device) for im in images]
-        stream = torch.cuda.current_stream(device)  # pragma: no cover - CUDA from here on
-        if self.guard:
-            stream.synchronize()
-        images = decoder.decode(streams, params=self.params, cuda_stream=stream.cuda_stream)
-        return [None if im is None else torch.as_tensor(im, device=device) for im in images]
-
-
 class CPUDecoder:
     """fastdata's CPU decoder (libjpeg-turbo or Pillow), one image after
     another, in ``layout``; it takes what the torchvision backend takes, so
-    the workers route exactly as they would for the GPU."""
+    the workers route exactly as they would for the GPU. With ``roi`` it
+    returns each image's region only (the stage's ROI path, checked without a GPU)."""
 
     name = "cpu"
     accepts = TorchvisionDecoder.accepts
 
-    def __init__(self, layout: str = "chw", backend: str = "auto") -> None:
+    def __init__(self, layout: str = "chw", backend: str = "auto", roi: bool = False) -> None:
         if layout not in ("chw", "hwc"):
             raise ConfigError(f"layout must be 'chw' or 'hwc', got {layout!r}")
-        self.layout, self.backend = layout, backend
+        self.layout, self.backend, self.roi = layout, backend, roi
 
-    def decode(self, encoded: list[torch.Tensor], device: torch.device) -> list[torch.Tensor]:
+    def decode(self, encoded: list[torch.Tensor], device: torch.device,
+               regions: list[tuple[int, int, int, int]] | None = None) -> list[torch.Tensor]:
         out = []
-        for data in encoded:
+        for i, data in enumerate(encoded):
             pixels = torch.from_numpy(decode(data.numpy().tobytes(), backend=self.backend))
-            out.append(pixels.permute(2, 0, 1).contiguous() if self.layout == "chw" else pixels)
+            if regions is not None:
+                top, left, rows, cols = regions[i]
+                pixels = pixels[top: top + rows, left: left + cols]
+            out.append(pixels.permute(2, 0, 1).contiguous() if self.layout == "chw" else pixels.contiguous())
         return [t.to(device) for t in out]
 
 
-BACKENDS: dict[str, type] = {"torchvision": TorchvisionDecoder, "nvimgcodec": NvImageCodecDecoder}
-"""GPU decoders by name, in the order ``backend="auto"`` tries them."""
+BACKENDS: dict[str, type] = {"nvimgcodec": NvImageCodecDecoder, "torchvision": TorchvisionDecoder}
+"""GPU decoders by name, in the order ``backend="auto"`` tries them: nvImageCodec
+first (hardware engine, ROI, decoders on their own threads), torchvision's
+nvJPEG (one process-wide decoder behind a mutex) where it is not installed
+or fails its proof."""
 
 
 def gpu_backend(choice: str | Decoder, device: torch.device | None = None) -> tuple[Decoder, str]:
@@ -169,7 +131,9 @@ def gpu_backend(choice: str | Decoder, device: torch.device | None = None) -> tu
 
     ``"auto"`` takes the first of :data:`BACKENDS` that imports AND decodes a
     tiny JPEG right on ``device`` (:func:`~fastdata.gpu.probe.probe`): a
-    torchvision built without nvJPEG imports, then fails every batch.
+    torchvision built without nvJPEG imports, then fails every batch. A
+    decoder with ``roi`` must also decode a region of it right
+    (:func:`~fastdata.gpu.probe.probe_roi`), or it decodes whole images.
 
     Raises:
         MissingDependencyError: no GPU decoder works here, or the named one is not installed.
@@ -192,6 +156,11 @@ def gpu_backend(choice: str | Decoder, device: torch.device | None = None) -> tu
             continue
         failed = probe(decoder, device) if device is not None else None
         if failed is None:
+            if getattr(decoder, "roi", False) and device is not None:
+                roi_failed = probe_roi(decoder, device)
+                if roi_failed is not None:
+                    decoder.roi = False  # type: ignore[attr-defined]
+                    reasons.append(f"{name}: whole images (its region decode {roi_failed})")
             tried = f" ({'; '.join(reasons)})" if reasons else ""
             return decoder, f"auto: the first that decoded a test JPEG on {device}{tried}" if device else "auto"
         reasons.append(f"{name}: {failed}")

@@ -40,3 +40,24 @@ def probe(decoder, device: torch.device) -> str | None:
     if max(abs(a - b) for a, b in zip(centre, COLOUR)) > 8:
         return f"it gave colour {centre} where the JPEG holds {list(COLOUR)}"
     return None
+
+
+REGION = (2, 4, 4, 8)  # (top, left, rows, cols) inside the 8x16 test JPEG
+
+
+def probe_roi(decoder, device: torch.device) -> str | None:
+    """None when ``decoder`` (one with ``roi``) decodes :data:`REGION` of
+    :data:`JPEG` to the region's shape and colour on ``device``, else why not."""
+    try:
+        [image] = decoder.decode([torch.frombuffer(bytearray(JPEG), dtype=torch.uint8)], device, regions=[REGION])
+    except Exception as exc:  # noqa: BLE001 - any failure is the answer
+        return f"raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+    if image is None:
+        return "returned no image"
+    pixels = image if decoder.layout == "hwc" else image.permute(1, 2, 0)
+    if tuple(pixels.shape) != (REGION[2], REGION[3], 3):
+        return f"gave shape {tuple(image.shape)} for a {REGION[3]}x{REGION[2]} region"
+    centre = pixels[REGION[2] // 2, REGION[3] // 2].int().cpu().tolist()
+    if max(abs(a - b) for a, b in zip(centre, COLOUR)) > 8:
+        return f"gave colour {centre} where the JPEG holds {list(COLOUR)}"
+    return None
