@@ -17,7 +17,9 @@ from typing import Any
 import torch
 
 from ..errors import FastDataError
-from .measure import alone, loader_alone, together
+from ..loading.verdict import times
+from ..loading.watcher import SHORT_PASS, loader_dict
+from .measure import alone, loader_alone, ratio, together
 from .steps import choose_step
 from .timeline import draw
 
@@ -71,7 +73,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     with loader:
         ceiling, batch, _ = loader_alone(loader, **budget)
         stepped = alone(step.run, batch, **budget)
-        both, report, timeline = together(loader, step.run, **budget)
+        loader_ratio = ratio(ceiling, stepped)
+        both, report, timeline = together(loader, step.run, loader_ratio=loader_ratio, **budget)
     verdict = report.verdict
     stats = report.loader
     return {
@@ -79,11 +82,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "batch_size": args.batch_size, "workers": loader.workers, "decode": args.decode,
         "cuda": torch.cuda.is_available(), "step": {"name": step.name, "device": step.device, "note": step.note},
         "phases": {p.name: p.to_dict() for p in (ceiling, stepped, both)},
-        "verdict": verdict.verdict, "wait_share": verdict.wait_share, "dominant": verdict.dominant,
-        "dominant_share": verdict.dominant_share, "suggestion": verdict.suggestion,
-        "loader_stats": stats.to_dict() if stats is not None else None,
+        "loader_step_ratio": loader_ratio,
+        "verdict": verdict.verdict, "wait_share": verdict.wait_share, "wait_share_counts": _counts(both),
+        "dominant": verdict.dominant, "dominant_share": verdict.dominant_share, "suggestion": verdict.suggestion,
+        "loader_stats": loader_dict(stats),
         "timeline": timeline,
     }
+
+
+def _counts(together: Any) -> str:
+    """What ``wait_share`` is over, in words (the table and the JSON say the same)."""
+    if together.startup_counted:
+        return f"every batch counted: passes of {together.pass_batches} batch(es), fewer than {SHORT_PASS}"
+    return "each pass's first batch (start-up) left out"
 
 
 def table(result: dict[str, Any]) -> list[str]:
@@ -102,9 +113,18 @@ def table(result: dict[str, Any]) -> list[str]:
         step = f"{p['step_ms']:.1f}" if p["name"] != "loader alone" else "-"
         lines.append(f"{p['name']:14}{p['batches_per_s']:>11.1f}{p['images_per_s']:>11.0f}{wait:>15}{step:>15}"
                      f"{p['steps']:>9}")
+    ratio_ = result["loader_step_ratio"]
+    if ratio_ is not None:
+        lines.append(f"{'':14}loader alone / step alone: {times(ratio_)} "
+                     f"({phases[0]['batches_per_s']:.1f} / {phases[1]['batches_per_s']:.1f} batches/s)")
     lines.append("")
+    together_ = result["phases"]["together"]
     lines.append(f"waiting for data: {result['wait_share']:.0%} of the training loop's time "
-                 f"(first batch of each pass left out: {result['phases']['together']['startup_s']:.2f} s)")
+                 f"({result['wait_share_counts']}; start-up {together_['startup_s']:.2f} s)")
+    if together_["startup_counted"]:
+        lines.append(f"  (training on this dataset pays each pass's start-up every epoch, so it is counted; a "
+                     f"steady-state figure needs passes of {SHORT_PASS} batches or more: more images, or a "
+                     f"smaller --batch-size than {result['batch_size']})")
     stats = result["loader_stats"]
     if stats and stats["worker_stages"]:
         total = sum(stats["worker_stages"].values())
@@ -116,6 +136,13 @@ def table(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _title(result: dict[str, Any]) -> str:
+    ratio_ = result["loader_step_ratio"]
+    versus = f"; loader alone / step alone: {times(ratio_)}" if ratio_ is not None else ""
+    return (f"{result['verdict']}: waiting {result['wait_share']:.0%} of the time{versus}\n"
+            f"step: {result['step']['name']}; {result['wait_share_counts']}")
+
+
 def _write(result: dict[str, Any], out: Path) -> dict[str, str]:
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": str(out / "fastdata-doctor.json")}
@@ -123,8 +150,8 @@ def _write(result: dict[str, Any], out: Path) -> dict[str, str]:
     stats = result["loader_stats"] or {}
     drawn = draw(out / "fastdata-doctor.png", result["timeline"], loader_ms=p["loader alone"]["wait_ms"],
                  step_ms=p["step alone"]["step_ms"], pass_starts=result["timeline"]["pass_starts"],
-                 stages=stats.get("worker_stages") or {},
-                 title=f"{result['verdict']}: waiting {result['wait_share']:.0%} of the time ({result['step']['name']})")
+                 stages=stats.get("worker_stages") or {}, startup_counted=p["together"]["startup_counted"],
+                 title=_title(result))
     if drawn:
         paths["png"] = str(out / "fastdata-doctor.png")
     result["files"] = paths

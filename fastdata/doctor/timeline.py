@@ -17,8 +17,12 @@ WAIT, STEP, STARTUP = "#d62728", "#1f77b4", "#bbbbbb"
 
 
 def draw(path: Path, timeline: dict[str, list[float]], *, loader_ms: float, step_ms: float, title: str,
-         pass_starts: list[int], stages: dict[str, float]) -> bool:
-    """Write the PNG at ``path``; False when matplotlib is missing (the ``bench`` extra)."""
+         pass_starts: list[int], stages: dict[str, float], startup_counted: bool = False) -> bool:
+    """Write the PNG at ``path``; False when matplotlib is missing (the ``bench`` extra).
+
+    ``startup_counted``: the passes are short, so their first batches' waits are
+    in the wait share (drawn as waits, and named so) rather than set apart.
+    """
     try:
         import matplotlib
 
@@ -33,15 +37,18 @@ def draw(path: Path, timeline: dict[str, list[float]], *, loader_ms: float, step
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    ax.bar(steps, wait, width=1.0, color=[STARTUP if i in starts else WAIT for i in steps])
+    first = WAIT if startup_counted else STARTUP
+    ax.bar(steps, wait, width=1.0, color=[first if i in starts else WAIT for i in steps])
     ax.bar(steps, step, width=1.0, bottom=wait, color=STEP)
     ax.axhline(loader_ms, color=WAIT, linestyle="--", linewidth=1.2)
     ax.axhline(step_ms, color=STEP, linestyle="--", linewidth=1.2)
-    handles = [Patch(color=WAIT, label="waiting for data"), Patch(color=STARTUP, label="a pass's first batch (start-up)"),
-               Patch(color=STEP, label="the step"),
+    waits = [Patch(color=WAIT, label="waiting for data (each pass's first batch too: short passes)")] \
+        if startup_counted else [Patch(color=WAIT, label="waiting for data"),
+                                 Patch(color=STARTUP, label="a pass's first batch (start-up, not counted)")]
+    handles = [*waits, Patch(color=STEP, label="the step"),
                Line2D([], [], color=WAIT, linestyle="--", label=f"loader alone: {loader_ms:.1f} ms/batch"),
                Line2D([], [], color=STEP, linestyle="--", label=f"step alone: {step_ms:.1f} ms/batch")]
-    steady = sorted(w + s for i, (w, s) in enumerate(zip(wait, step)) if i not in starts)
+    steady = sorted(w + s for i, (w, s) in enumerate(zip(wait, step)) if startup_counted or i not in starts)
     if steady:  # the start-ups' waits would flatten the rest
         ax.set_ylim(0, max(loader_ms, step_ms, steady[int(0.98 * (len(steady) - 1))]) * 1.3)
     ax.set_xlabel("batch of the training loop")

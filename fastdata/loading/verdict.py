@@ -16,7 +16,7 @@ import torch
 from .settings import cpus_per_rank
 from .stats import LoaderStats
 
-__all__ = ["INPUT_BOUND_SHARE", "Verdict", "judge"]
+__all__ = ["INPUT_BOUND_SHARE", "Verdict", "judge", "times"]
 
 INPUT_BOUND_SHARE = 0.10
 """Above this share of wall time spent waiting for data, a loop is input-bound.
@@ -70,7 +70,8 @@ def dominant_stage(stats: LoaderStats | None) -> tuple[str | None, float | None]
 
 
 def judge(wait_share: float, stats: LoaderStats | None = None, *, dataset: Any = None,
-          gpu_decode: bool = False) -> Verdict:
+          gpu_decode: bool = False, loader_ratio: float | None = None, short_pass: int = 0,
+          startup_share: float = 0.0) -> Verdict:
     """The verdict for a loop that waited ``wait_share`` of its wall time.
 
     Args:
@@ -79,31 +80,53 @@ def judge(wait_share: float, stats: LoaderStats | None = None, *, dataset: Any =
             without stats, such as torch's own DataLoader).
         dataset: the dataset read, to name the conversion lever for an image folder.
         gpu_decode: the loader already decodes on the GPU.
+        loader_ratio: the loader alone's batches per second over the step
+            alone's, both measured (``fastdata doctor``); None where only the
+            loop was timed, and the suggestion then gives no ratio.
+        short_pass: the batches a pass holds where passes are too short for a
+            steady state (their first batches' waits are in ``wait_share``); 0 otherwise.
+        startup_share: the fraction of the counted wait that was those first batches'.
     """
     dominant, share = dominant_stage(stats)
     verdict = "input-bound" if wait_share > INPUT_BOUND_SHARE else "compute-bound"
     if verdict == "compute-bound":
-        suggestion = _compute_bound(wait_share, stats)
+        suggestion = _compute_bound(wait_share, stats, loader_ratio)
     else:
-        suggestion = _input_bound(wait_share, stats, dominant, dataset, gpu_decode)
+        startup = short_pass if startup_share > 0.5 else 0
+        suggestion = _input_bound(wait_share, stats, dominant, dataset, gpu_decode, startup, bool(short_pass))
     return Verdict(verdict, wait_share, dominant, share, suggestion)
 
 
-def _compute_bound(wait_share: float, stats: LoaderStats | None) -> str:
+def _compute_bound(wait_share: float, stats: LoaderStats | None, loader_ratio: float | None) -> str:
+    # the only "Nx" figure is the measured one: the workers' busy share is not a
+    # ratio of rates (workers that pause on a full queue look idle however fast they are)
     busy = stats.worker_busy_share if stats is not None else None
-    if busy:
-        return (f"the loader is {1 / busy:.1f}x faster than the step (workers {busy:.0%} busy, the loop waits "
-                f"{wait_share:.0%} of the time): data is not the bottleneck")
-    return f"the loop waits {wait_share:.0%} of the time: data is not the bottleneck"
+    waits = f"the loop waits {wait_share:.0%} of the time" + (f", workers {busy:.0%} busy" if busy else "")
+    if loader_ratio:
+        return (f"the loader alone is {times(loader_ratio)} as fast as the step alone ({waits}): "
+                "data is not the bottleneck")
+    return f"{waits}: data is not the bottleneck"
+
+
+def times(ratio: float) -> str:
+    """``ratio`` as printed everywhere ("10.3x", "0.12x"): at least two significant figures."""
+    return f"{ratio:.1f}x" if ratio >= 1 else f"{ratio:#.2g}x"
 
 
 def _input_bound(wait_share: float, stats: LoaderStats | None, dominant: str | None, dataset: Any,
-                 gpu_decode: bool) -> str:
+                 gpu_decode: bool, startup_pass: int = 0, short: bool = False) -> str:
     waits = f"the loop waits {wait_share:.0%} of the time"
+    if startup_pass:
+        # every pass starts with an empty queue: its first batch is built while the
+        # loop waits, and the workers' busy share says nothing of the steady state
+        return (f"{waits}, mostly for each pass's first batch: a pass is {startup_pass} batch(es) and the workers "
+                "cannot work ahead across passes; more images a pass (or a smaller batch size) spread that "
+                "start-up over more steps")
+    # in short passes the busy share is mostly the queue filling and draining, as in few batches
     if stats is None:
         return f"{waits} for data: add workers, or load with fastdata.make_loader, whose stats() name the slow stage"
     busy = stats.worker_busy_share
-    if busy is not None and busy < SATURATED and stats.batches >= FEW_BATCHES:
+    if busy is not None and busy < SATURATED and stats.batches >= FEW_BATCHES and not short:
         return (f"{waits} while the workers are only {busy:.0%} busy: the hand-over is the limit, not the "
                 f"workers ({_handover(stats)})")
     doing = _DECODING.get(dominant or "", f"in {dominant}" if dominant else "building batches")
@@ -123,14 +146,16 @@ def _decode_lever(stats: LoaderStats, dataset: Any, gpu_decode: bool) -> str:
     cpus = cpus_per_rank()
     levers = []
     if not gpu_decode and torch.cuda.is_available():
-        levers.append("decode='cuda' is available here (make_loader(..., decode='cuda'))")
+        levers.append("decode on the GPU, which is available here (make_loader(..., decode='cuda'))")
     if type(dataset).__name__ == "ImageFolder":
         levers.append("convert with restart markers (fastdata convert SRC OUT --format recordio: a crop then decodes "
                       "only the segments it covers; --resize 256 shrinks what is decoded)")
     if stats.workers < cpus:
         levers.append(f"add workers ({stats.workers} of {cpus} CPUs in use)")
     if not levers:
-        levers.append(f"every CPU decodes already ({cpus}): decode on a GPU, or store smaller images (--resize)")
+        # only levers this machine has: a GPU is named above, and only where torch sees a CUDA device
+        levers.append(f"every CPU decodes already ({cpus}): store smaller images "
+                      "(fastdata convert SRC OUT --resize 256: fewer pixels to decode)")
     return "; or ".join(levers)
 
 

@@ -7,7 +7,10 @@ the stage that takes the workers' time (from :meth:`Loader.stats`) and one
 lever, chosen from those numbers by :func:`~.verdict.judge`.
 
 The first batch of each pass is reported apart ("start-up"): it waits for
-workers to start and for the queue to fill, which a long run pays once.
+workers to start and for the queue to fill, which a long pass pays once.
+Where the passes are short (fewer than :data:`SHORT_PASS` batches) that
+start-up is much of every epoch, so it is counted like any other wait, and
+the summary says so.
 Times are host times: on CUDA the step's time is what the host spent in it
 (a loss ``.item()`` or the allocator's back-pressure makes it wait for the
 device); ``sync=True`` synchronises after each step to measure the device.
@@ -27,7 +30,12 @@ import torch
 from .stats import LoaderStats
 from .verdict import Verdict, judge
 
-__all__ = ["Watch", "WatchReport", "watch"]
+__all__ = ["SHORT_PASS", "Watch", "WatchReport", "loader_dict", "watch"]
+
+SHORT_PASS = 10
+"""A pass of fewer batches than this counts its first batch's wait: training on
+such a dataset pays the start-up every epoch, and leaving it out would leave out
+most of the waiting (with one batch a pass, all of it)."""
 
 TIMELINE_STEPS = 1_000_000
 """Per-step times kept for :attr:`Watch.timeline` (16 MB); later steps only count in the totals."""
@@ -37,8 +45,10 @@ TIMELINE_STEPS = 1_000_000
 class WatchReport:
     """What a :class:`Watch` measured over its steps (seconds; plain numbers).
 
-    ``wait_share`` is ``wait_s / (wait_s + step_s)`` over the steps after each
-    pass's first; ``startup_s`` is those first batches' waits.
+    ``wait_share`` is ``wait_s / (wait_s + step_s)``; ``startup_s`` is the
+    waits of each pass's first batch. Those are left out of ``wait_s`` unless
+    the passes are short (``startup_counted``; ``pass_batches``: the longest
+    whole pass seen, 0 when none ended).
     """
 
     steps: int
@@ -48,6 +58,8 @@ class WatchReport:
     verdict: Verdict
     loader: LoaderStats | None = None
     notes: tuple[str, ...] = field(default=())
+    startup_counted: bool = False
+    pass_batches: int = 0
 
     @property
     def seconds(self) -> float:
@@ -64,13 +76,17 @@ class WatchReport:
     def to_dict(self) -> dict[str, Any]:
         return {"steps": self.steps, "seconds": self.seconds, "steps_per_s": self.steps_per_s,
                 "wait_s": self.wait_s, "step_s": self.step_s, "startup_s": self.startup_s,
-                "wait_share": self.wait_share, **self.verdict.to_dict(),
-                "loader": self.loader.to_dict() if self.loader is not None else None}
+                "startup_counted": self.startup_counted, "pass_batches": self.pass_batches,
+                "wait_share": self.wait_share, **self.verdict.to_dict(), "loader": loader_dict(self.loader)}
 
     def lines(self) -> list[str]:
         """The summary, as printed at the end."""
-        out = [f"fastdata.watch: {self.steps} steps in {self.seconds:.1f} s ({self.steps_per_s:.1f} steps/s; "
-               f"start-up {self.startup_s:.2f} s not counted)"]
+        if self.startup_counted:
+            startup = (f"start-up {self.startup_s:.2f} s counted: a pass is {self.pass_batches} batch(es), fewer than "
+                       f"{SHORT_PASS}, so every epoch pays it")
+        else:
+            startup = f"start-up {self.startup_s:.2f} s not counted"
+        out = [f"fastdata.watch: {self.steps} steps in {self.seconds:.1f} s ({self.steps_per_s:.1f} steps/s; {startup})"]
         per = 1000 / max(1, self.steps)
         out.append(f"  waiting for data: {self.wait_share:.0%} of the time ({self.wait_s * per:.1f} ms a step); "
                    f"the step itself: {self.step_s * per:.1f} ms")
@@ -96,6 +112,7 @@ class Watch:
         self.steps, self.wait_s, self.step_s, self.startup_s = 0, 0.0, 0.0, 0.0
         self.timeline = {"wait": array("d"), "step": array("d")}  # per step, seconds
         self.pass_starts: list[int] = []  # the steps (0-based) that began a pass: their wait is start-up
+        self.pass_lengths: list[int] = []  # batches of each pass that ran to its end
         self._stats = getattr(loader, "stats", None)
         self._start = self._stats() if callable(self._stats) else None
         self._window = (0, 0.0, 0.0, self._start)  # steps, wait, step time, loader stats at the window's start
@@ -121,6 +138,8 @@ class Watch:
             batch = next(batches, _END)
             t1 = clock()
             if batch is _END:
+                if not first:
+                    self.pass_lengths.append(self.steps - self.pass_starts[-1])
                 break
             yield batch
             if sync:
@@ -144,12 +163,21 @@ class Watch:
         if self.every and self.steps % self.every == 0:
             self._print([self._window_line()])
 
+    @property
+    def short_passes(self) -> bool:
+        """Whether the passes that ended were shorter than :data:`SHORT_PASS` batches."""
+        return bool(self.pass_lengths) and max(self.pass_lengths) < SHORT_PASS
+
+    def _counted_wait(self) -> float:
+        return self.wait_s + self.startup_s if self.short_passes else self.wait_s
+
     def _window_line(self) -> str:
         steps0, wait0, step0, stats0 = self._window
         stats = self._stats() if callable(self._stats) else None
         window = stats.since(stats0) if stats is not None and stats0 is not None else None
-        self._window = (self.steps, self.wait_s, self.step_s, stats)
-        wait, step = self.wait_s - wait0, self.step_s - step0
+        waited = self._counted_wait()
+        self._window = (self.steps, waited, self.step_s, stats)
+        wait, step = waited - wait0, self.step_s - step0
         share = wait / (wait + step) if wait + step > 0 else 0.0
         v = self._judge(share, window)
         rate = (self.steps - steps0) / (wait + step) if wait + step > 0 else 0.0
@@ -157,23 +185,41 @@ class Watch:
         return (f"fastdata.watch: steps {steps0 + 1}-{self.steps}: {rate:.1f} steps/s, waiting for data {share:.0%} "
                 f"of the time{where} -> {v.verdict}: {v.suggestion}")
 
-    def _judge(self, share: float, stats: LoaderStats | None) -> Verdict:
+    def _judge(self, share: float, stats: LoaderStats | None, loader_ratio: float | None = None) -> Verdict:
         prefetcher = getattr(self.loader, "prefetcher", None)
+        waited = self._counted_wait()
         return judge(share, stats, dataset=getattr(self.loader, "dataset", None),
-                     gpu_decode=type(prefetcher).__name__ == "GPUBatches")
+                     gpu_decode=type(prefetcher).__name__ == "GPUBatches", loader_ratio=loader_ratio,
+                     short_pass=max(self.pass_lengths) if self.short_passes else 0,
+                     startup_share=self.startup_s / waited if self.short_passes and waited > 0 else 0.0)
 
-    def report(self) -> WatchReport:
-        """The steps so far, judged (:class:`WatchReport`)."""
-        counted = self.wait_s + self.step_s
-        share = self.wait_s / counted if counted > 0 else 0.0
+    def report(self, *, loader_ratio: float | None = None) -> WatchReport:
+        """The steps so far, judged (:class:`WatchReport`); ``loader_ratio``: the
+        loader alone's rate over the step alone's where both were measured."""
+        waited = self._counted_wait()
+        counted = waited + self.step_s
+        share = waited / counted if counted > 0 else 0.0
         stats = self._stats() if callable(self._stats) else None
         window = stats.since(self._start) if stats is not None and self._start is not None else None
-        return WatchReport(self.steps, self.wait_s, self.step_s, self.startup_s, self._judge(share, window), window)
+        return WatchReport(self.steps, waited, self.step_s, self.startup_s,
+                           self._judge(share, window, loader_ratio), window,
+                           startup_counted=self.short_passes, pass_batches=max(self.pass_lengths, default=0))
 
     def _print(self, lines: list[str]) -> None:
         out = self.out if self.out is not None else sys.stderr
         for line in lines:
             print(line, file=out, flush=True)
+
+
+def loader_dict(stats: LoaderStats | None) -> dict[str, Any] | None:
+    """``stats.to_dict()`` beside a report's own ``wait_share``: the loader's
+    share is over its wall time, every pass's first batch included, so it is
+    named ``wait_share_all_batches`` where both stand in one object."""
+    if stats is None:
+        return None
+    d = stats.to_dict()
+    d["wait_share_all_batches"] = d.pop("wait_share")
+    return d
 
 
 def watch(loader: Iterable[Any], *, every: int = 100, out: TextIO | None = None, sync: bool = False) -> Watch:

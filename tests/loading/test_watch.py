@@ -88,7 +88,53 @@ def test_judge_names_the_lever_for_the_dominant_stage():
     fast = LoaderStats(seconds=10, batches=100, wait_s=0.1, workers=2, worker_busy_s=6.6,
                        worker_stages={"decode+collate": 6.6})
     v = judge(0.01, fast)
-    assert v.verdict == "compute-bound" and "3.0x faster" in v.suggestion
+    # no "Nx" without a measured ratio: the workers' busy share (33%) is not one
+    assert v.verdict == "compute-bound" and "x as fast" not in v.suggestion and "33% busy" in v.suggestion
+    assert "2.5x as fast as the step alone" in judge(0.01, fast, loader_ratio=2.5).suggestion
+
+
+@pytest.mark.parametrize("cuda", [False, True], ids=["no-cuda", "cuda"])
+def test_a_gpu_is_suggested_only_where_there_is_one(monkeypatch, cuda):
+    import torch
+
+    from fastdata.loading import verdict
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(verdict, "cpus_per_rank", lambda: 2)
+    every_cpu = LoaderStats(seconds=10, batches=100, wait_s=6, workers=2, worker_kind="threads", worker_busy_s=19.6,
+                            worker_stages={"decode+collate": 18.0, "read+plan": 1.6})
+    suggestion = judge(0.6, every_cpu).suggestion
+    assert ("decode='cuda'" in suggestion) is cuda, suggestion
+    assert ("GPU" in suggestion) is cuda, suggestion
+    assert "--resize 256" in suggestion or cuda
+
+
+class _SlowStart:
+    """``n`` items a pass, the first of each pass ``delay`` seconds late (a worker start-up)."""
+
+    def __init__(self, n: int, delay: float) -> None:
+        self.n, self.delay = n, delay
+
+    def __iter__(self):
+        time.sleep(self.delay)
+        yield from ((i, i) for i in range(self.n))
+
+
+@pytest.mark.parametrize("per_pass", [1, 3, 12])
+def test_short_passes_count_their_start_up(per_pass):
+    out = io.StringIO()
+    w = fastdata.watch(_SlowStart(per_pass, 0.02), every=0, out=out)
+    for _ in range(3):
+        for _batch in w:
+            time.sleep(0.001)
+    report = w.report()
+    short = per_pass < fastdata.loading.watcher.SHORT_PASS
+    assert report.startup_counted is short and report.pass_batches == per_pass
+    if short:  # the 20 ms start-ups are most of the loop's time, and counted
+        assert report.wait_share > 0.5 and report.verdict.verdict == "input-bound"
+        assert "counted" in out.getvalue() and f"a pass is {per_pass} batch(es)" in report.verdict.suggestion
+    else:  # a long pass leaves its first batch out: a list is never waited for
+        assert report.wait_share < 0.10 and "not counted" in out.getvalue()
 
 
 def test_a_streams_verdict_does_not_blame_the_only_stage_it_times(tmp_path):
