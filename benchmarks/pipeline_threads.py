@@ -112,7 +112,7 @@ def c_only(path: str) -> Any:
 
     def run(part: int) -> None:
         for data, n, region, sub, o, flip in plans[part::THREADS]:
-            native._cropdecode.decode_resized(data, out[part], n, region, sub, o, flip, 0)
+            native.cropdecode.decode_resized(data, out[part], n, region, sub, o, flip, 0)
 
     def timed() -> tuple[float, float]:
         threads = [threading.Thread(target=run, args=(k,)) for k in range(THREADS)]

@@ -42,18 +42,18 @@ FULL, OLD, NEW, CALL = ("simplejpeg full decode", "add_restarts, libjpeg re-enco
 
 def with_resegment(allow: bool, fn):
     def run():
-        previous = native._cropdecode._set_resegment(allow)
+        previous = native.cropdecode._set_resegment(allow)
         try:
             return fn()
         finally:
-            native._cropdecode._set_resegment(previous)
+            native.cropdecode._set_resegment(previous)
     return run
 
 
 def variants(data: list[bytes], chunks: int) -> list[Variant]:
     import simplejpeg
 
-    ext = native._cropdecode
+    ext = native.cropdecode
 
     def each(fn):
         def run():
@@ -92,7 +92,7 @@ def main() -> None:
     ap.add_argument("--chunks", type=int, default=native.RESTART_CHUNKS)
     ap.add_argument("--out", default="bench-results/transcode")
     args = ap.parse_args()
-    if native._cropdecode is None:
+    if native.cropdecode is None:
         sys.exit(f"transcode benchmark: the compiled crop decoder is not built ({native.native_status()})")
     import simplejpeg
 

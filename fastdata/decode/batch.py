@@ -15,14 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from .decoder import DEFAULT_MAX_PIXELS, _check_pixels
+from .decoder import DEFAULT_MAX_PIXELS, check_pixels
 from .info import ImageInfo, is_jpeg
-from .native import _cropdecode, plan
+from .native import cropdecode, plan
 
 Request = tuple[int, tuple[int, int, int, int], tuple[float, float, float, float], int, bool]
 
 
-copy_into = getattr(_cropdecode, "copy_into", None)
+copy_into = getattr(cropdecode, "copy_into", None)
 """``copy_into(out_hwc, slot, image)``: an ``(H, W, 3)`` uint8 image (packed
 pixels) into slot ``slot`` of a batch given as for :func:`decode_batch`, the
 GIL released; None without the compiled decoder (or a build older than it)."""
@@ -30,7 +30,7 @@ GIL released; None without the compiled decoder (or a build older than it)."""
 
 def batch_available() -> bool:
     """Whether the compiled decoder has the batch entry point (a build older than it has not)."""
-    return _cropdecode is not None and hasattr(_cropdecode, "decode_batch")
+    return cropdecode is not None and hasattr(cropdecode, "decode_batch")
 
 
 def batch_request(
@@ -52,7 +52,7 @@ def batch_request(
     """
     if info.format != "JPEG" or info.mode == "CMYK" or not is_jpeg(data):
         return None
-    _check_pixels(info, DEFAULT_MAX_PIXELS, name)
+    check_pixels(info, DEFAULT_MAX_PIXELS, name)
     n, region, sub = plan(info, box, min_size, snap, name)
     return n, region, sub, info.orientation, bool(flip)
 
@@ -66,4 +66,4 @@ def decode_batch(out_hwc: np.ndarray, items: list[tuple[int, bytes, Request]]) -
     not write; the caller redoes those its own way.
     """
     flat = [(slot, data, *request) for slot, data, request in items]
-    return _cropdecode.decode_batch(out_hwc, flat, DEFAULT_MAX_PIXELS)
+    return cropdecode.decode_batch(out_hwc, flat, DEFAULT_MAX_PIXELS)

@@ -4,7 +4,6 @@ region and at a reduced DCT scale."""
 from __future__ import annotations
 
 import logging
-import math
 import numbers
 from typing import Any
 
@@ -15,7 +14,7 @@ from . import pillow_image
 from .backends import RecoverableWarning, decode_pil, get_backend
 from .info import ImageInfo, info_from_pillow, is_jpeg, parse_jpeg_header
 from .orientation import box_to_stored, box_to_upright, orient
-from .scaling import scale_denominator, scaled_extent, snap_box
+from .scaling import enclose, scale_denominator, scaled_extent, snap_box
 
 DEFAULT_MAX_PIXELS = 178_956_970
 """Largest width x height decoded by default: Pillow's DecompressionBombError
@@ -123,17 +122,17 @@ def decode_region(
     if is_jpeg(data):
         if info is None:
             info = parse_jpeg_header(data, name=label)
-        _check_pixels(info, max_pixels, label)
-        stored_box = _stored_box(box, info, label)
-        arr, n = _decode_jpeg(data, info, stored_box, min_size, backend, label)
+        check_pixels(info, max_pixels, label)
+        stored = stored_box(box, info, label)
+        arr, n = _decode_jpeg(data, info, stored, min_size, backend, label)
     else:
         with pillow_image.open_image(data, label) as img:
             info = info_from_pillow(img)
-            _check_pixels(info, max_pixels, label)
-            stored_box = _stored_box(box, info, label)
+            check_pixels(info, max_pixels, label)
+            stored = stored_box(box, info, label)
             pillow_image.load(img, label)
             arr, n = pillow_image.to_rgb_array(img), 1
-    return _cover(arr, stored_box, info, n)
+    return _cover(arr, stored, info, n)
 
 
 def _decode_jpeg(
@@ -183,19 +182,17 @@ def scaled_region(
     dh, dw = decoded
     ry, rx = scaled_extent(sh, dh, n), scaled_extent(sw, dw, n)
     t, l, h, w = box[0] * ry, box[1] * rx, box[2] * ry, box[3] * rx
-    y0, y1 = _enclose(t, h, dh)
-    x0, x1 = _enclose(l, w, dw)
+    y0, y1 = enclose(t, h, dh)
+    x0, x1 = enclose(l, w, dw)
     return (t - y0, l - x0, h, w), (y0, y1, x0, x1)
 
 
-def _enclose(start: float, length: float, limit: int) -> tuple[int, int]:
-    # The 1e-9 slack keeps float noise (e.g. 300 * (1/8) * 8) from adding a pixel.
-    first = min(max(math.floor(start + 1e-9), 0), limit - 1)
-    stop = min(max(math.ceil(start + length - 1e-9), first + 1), limit)
-    return first, stop
+def check_pixels(info: ImageInfo, max_pixels: int | None, label: str) -> None:
+    """Refuse, from the header alone, an image with more than ``max_pixels`` pixels (``None``: any size).
 
-
-def _check_pixels(info: ImageInfo, max_pixels: int | None, label: str) -> None:
+    Raises:
+        DecodeError: naming ``label``, the size and how to lift the guard.
+    """
     if max_pixels is not None and info.pixels > max_pixels:
         raise DecodeError(
             f"{label}: {info.width}x{info.height} = {info.pixels} pixels exceeds max_pixels={max_pixels} "
@@ -216,8 +213,12 @@ def _check_int_box(crop: Any) -> None:
         raise ConfigError(f"crop must be (top, left, height, width) ints, got {crop!r}")
 
 
-def _stored_box(box: Any, info: ImageInfo, label: str) -> tuple[float, float, float, float]:
-    """The upright box (or the whole image) as a box in the stored frame."""
+def stored_box(box: Any, info: ImageInfo, label: str) -> tuple[float, float, float, float]:
+    """The upright box (or the whole image) as a box in the stored frame.
+
+    Raises:
+        ConfigError: ``box`` is not 4 numbers, or does not lie inside the image (naming ``label``).
+    """
     sh, sw = info.stored_size
     if box is None:
         return (0, 0, sh, sw)

@@ -37,16 +37,19 @@ import numpy as np
 
 from ..errors import DecodeError, MissingDependencyError
 from . import build_status
-from .decoder import DEFAULT_MAX_PIXELS, _check_pixels, _enclose, _stored_box, jpeg_scale, scaled_region
+from .decoder import DEFAULT_MAX_PIXELS, check_pixels, jpeg_scale, scaled_region, stored_box
 from .info import ImageInfo, is_jpeg
 from .orientation import box_to_stored, box_to_upright
 from .scaling import scale_denominator, snap_box
 
+#: The compiled extension module (``fastdata.decode._cropdecode``), None when
+#: it is not built or cannot load (:func:`native_status` says why).
+cropdecode: Any
 try:
-    _cropdecode: Any = importlib.import_module(f"{__package__}._cropdecode")
+    cropdecode = importlib.import_module(f"{__package__}._cropdecode")
     _IMPORT_ERROR, _FIX = "", build_status.INSTALL_HINT
 except ImportError as exc:  # not built (no compiler, no headers, a source tree shadowing the install) or not loadable
-    _cropdecode = None
+    cropdecode = None
     _IMPORT_ERROR, _FIX = build_status.import_failure(exc)
 
 ENV = "FASTDATA_NATIVE"
@@ -58,15 +61,15 @@ _disabled = os.environ.get(ENV, "").strip().lower() in ("0", "false", "no", "off
 
 def native_available() -> bool:
     """True when the compiled crop decoder is built and importable."""
-    return _cropdecode is not None
+    return cropdecode is not None
 
 
 def native_status() -> str:
     """One line: which crop-decode path the decode-aware transforms use with
     ``backend="auto"``, and how to get the compiled one when it is missing."""
-    if _cropdecode is None:
+    if cropdecode is None:
         return f"pure Python (no compiled crop decoder: {_IMPORT_ERROR}); for the fast path, {_FIX}"
-    where = f"compiled: fastdata.decode._cropdecode over {_cropdecode.LIBRARY} (libjpeg API {_cropdecode.JPEG_LIB_VERSION})"
+    where = f"compiled: fastdata.decode._cropdecode over {cropdecode.LIBRARY} (libjpeg API {cropdecode.JPEG_LIB_VERSION})"
     if _disabled:
         return f"pure Python ({ENV}=0 is set; {where} is built)"
     return where
@@ -77,7 +80,7 @@ def note_pure_path() -> None:
     path because the extension is missing (not when ``FASTDATA_NATIVE=0``
     chose it): called by the first such sample, and by ``make_loader``
     before it starts workers, so that they inherit the silence."""
-    if _cropdecode is None:
+    if cropdecode is None:
         build_status.note_pure_path(lambda: f"{_IMPORT_ERROR}; for the fast path, {_FIX}")
 
 
@@ -94,9 +97,9 @@ def crop_decoder(backend: str = "auto") -> str:
 def wants_native(backend: str) -> bool:
     """Whether ``backend`` selects the compiled path (checked per sample; cheap)."""
     if backend == "auto":
-        return _cropdecode is not None and not _disabled
+        return cropdecode is not None and not _disabled
     if backend == "native":
-        if _cropdecode is None:
+        if cropdecode is None:
             raise MissingDependencyError(f"backend='native' needs the compiled crop decoder ({_IMPORT_ERROR}); {_FIX}")
         return True
     return False
@@ -112,24 +115,31 @@ def plan(
     with ``snap`` the box edges are rounded to whole decoded pixels in the
     upright frame (RandomResizedCrop), else kept fractional (exact resize).
     """
-    if info.orientation == 1 and _plain(box, info) and (min_size is None or _plain_size(min_size)):
-        return _plan_upright(info, box, min_size, snap)  # type: ignore[arg-type]
-    stored = _stored_box(box, info, label)
-    n = jpeg_scale(info, stored, min_size)
+    o = info.orientation
+    if o == 1 and _plain(box, info) and (min_size is None or _plain_size(min_size)):
+        # Most photos: stored upright, a checked box. Skipping the validation
+        # and the frame changes saves most of a plan's time (the loader
+        # threads' batch planning holds the GIL for it); the result is the same.
+        stored = box
+        n = 1 if min_size is None else scale_denominator(box[2], box[3], min_size[0], min_size[1])  # type: ignore[index]
+    else:
+        stored = stored_box(box, info, label)
+        n = jpeg_scale(info, stored, min_size)
     sh, sw = info.stored_size
-    sub, (y0, y1, x0, x1) = scaled_region(stored, info, (-(-sh // n), -(-sw // n)), n)
+    sub, (y0, y1, x0, x1) = scaled_region(stored, info, (-(-sh // n), -(-sw // n)), n)  # type: ignore[arg-type]
     rh, rw = y1 - y0, x1 - x0
     if not snap:
         return n, (y0, x0, rh, rw), sub
-    o = info.orientation
-    upright = (rw, rh) if o >= 5 else (rh, rw)
-    snapped = snap_box(box_to_upright(sub, o, upright), upright)
-    st, sl, bh, bw = box_to_stored(snapped, o, (rh, rw))
+    if o == 1:
+        st, sl, bh, bw = snap_box(sub, (rh, rw))
+    else:
+        upright = (rw, rh) if o >= 5 else (rh, rw)
+        st, sl, bh, bw = box_to_stored(snap_box(box_to_upright(sub, o, upright), upright), o, (rh, rw))
     return n, (y0 + st, x0 + sl, bh, bw), (0.0, 0.0, float(bh), float(bw))
 
 
 def _plain(box: Any, info: ImageInfo) -> bool:
-    """A tuple of 4 Python ints/floats inside the image: what ``_stored_box`` accepts without a word."""
+    """A tuple of 4 Python ints/floats inside the image: what ``stored_box`` accepts without a word."""
     if type(box) is not tuple or len(box) != 4:
         return False
     t, l, h, w = box
@@ -143,28 +153,6 @@ def _plain(box: Any, info: ImageInfo) -> bool:
 def _plain_size(size: Any) -> bool:
     return type(size) is tuple and len(size) == 2 and type(size[0]) is int and type(size[1]) is int \
         and size[0] > 0 and size[1] > 0
-
-
-def _plan_upright(
-    info: ImageInfo, box: tuple[float, float, float, float], min_size: tuple[int, int] | None, snap: bool
-) -> tuple[int, tuple[int, int, int, int], tuple[float, float, float, float]]:
-    """:func:`plan` of a checked box (:func:`_plain`) on an image stored upright
-    (EXIF orientation 1, most photos): the same operations in the same order,
-    without the validation and the frame changes, which cost most of its time
-    per sample (the loader threads' batch planning holds the GIL for it)."""
-    t, l, h, w = box
-    n = 1 if min_size is None else scale_denominator(h, w, min_size[0], min_size[1])
-    sh, sw = info.height, info.width
-    dh, dw = -(-sh // n), -(-sw // n)
-    r = 1.0 / n  # scaled_extent for libjpeg's ceil(size / n) decode
-    t, l, h, w = t * r, l * r, h * r, w * r
-    y0, y1 = _enclose(t, h, dh)
-    x0, x1 = _enclose(l, w, dw)
-    sub = (t - y0, l - x0, h, w)
-    if not snap:
-        return n, (y0, x0, y1 - y0, x1 - x0), sub
-    st, sl, bh, bw = snap_box(sub, (y1 - y0, x1 - x0))
-    return n, (y0 + st, x0 + sl, bh, bw), (0.0, 0.0, float(bh), float(bw))
 
 
 RESTART_CHUNKS = 24
@@ -198,11 +186,11 @@ def add_restarts(data: bytes, *, chunks: int = RESTART_CHUNKS) -> bytes | None:
     Raises:
         MissingDependencyError: the compiled extension is not built.
     """
-    if _cropdecode is None:
+    if cropdecode is None:
         raise MissingDependencyError(f"restart markers need the compiled crop decoder ({_IMPORT_ERROR}); {_FIX}")
     if not is_jpeg(data):
         return None
-    out = _cropdecode.add_restarts(data, chunks)
+    out = cropdecode.add_restarts(data, chunks)
     return out if isinstance(out, bytes) else None
 
 
@@ -242,21 +230,21 @@ def decode_resized(
             image above ``max_pixels``; the message starts with ``name``.
     """
     label = name or f"image ({len(data)} bytes)"
-    if _cropdecode is None or info.format != "JPEG" or info.mode == "CMYK" or not is_jpeg(data):
+    if cropdecode is None or info.format != "JPEG" or info.mode == "CMYK" or not is_jpeg(data):
         return None
-    _check_pixels(info, max_pixels, label)
+    check_pixels(info, max_pixels, label)
     n, region, sub = plan(info, box, min_size, snap, label)
     if out is None:
         out = np.empty((size[0], size[1], 3), np.uint8)
-    failed = _cropdecode.decode_resized(data, out, n, region, sub, info.orientation, flip, max_pixels or 0)
+    failed = cropdecode.decode_resized(data, out, n, region, sub, info.orientation, flip, max_pixels or 0)
     if failed is None:
         return out
     status, message = failed
-    if status == _cropdecode.STATUS_ERROR:
+    if status == cropdecode.STATUS_ERROR:
         raise DecodeError(f"{label}: libjpeg-turbo cannot decode this JPEG: {message}")
-    if status == _cropdecode.STATUS_TOO_LARGE:
+    if status == cropdecode.STATUS_TOO_LARGE:
         raise DecodeError(f"{label}: {message} (a decompression bomb guard; pass a larger max_pixels, or None, if the image is trusted)")
-    if status == _cropdecode.STATUS_NOMEM:
+    if status == cropdecode.STATUS_NOMEM:
         raise DecodeError(f"{label}: {message}")
     _log.debug("%s: compiled crop decoder declined (%s); using the pure-Python path", label, message)
     return None

@@ -57,3 +57,12 @@ def snap_box(box: tuple[float, float, float, float], limit: tuple[int, int]) -> 
     y1 = min(max(math.floor(t + h + 0.5), y0 + 1), limit[0])
     x1 = min(max(math.floor(l + w + 0.5), x0 + 1), limit[1])
     return y0, x0, y1 - y0, x1 - x0
+
+
+def enclose(start: float, length: float, limit: int) -> tuple[int, int]:
+    """``(first, stop)``: the whole pixels ``[first, stop)`` of an axis of
+    ``limit`` pixels that cover ``[start, start + length)``, at least one."""
+    # The 1e-9 slack keeps float noise (e.g. 300 * (1/8) * 8) from adding a pixel.
+    first = min(max(math.floor(start + 1e-9), 0), limit - 1)
+    stop = min(max(math.ceil(start + length - 1e-9), first + 1), limit)
+    return first, stop

@@ -30,7 +30,7 @@ from ..datasets.policy import DATA_ERRORS
 from ..decode.batch import Request, batch_available, batch_request, decode_batch
 from ..decode.native import wants_native
 from .clock import NO_CLOCK, StageClock
-from .collate import FastCollate, _copy, _empty_batch, _source, collate_targets
+from .collate import FastCollate, collate_targets, copy_image, empty_batch, image_source
 from .planned import PlannedSample, SamplePlans
 
 __all__ = ["BatchedPlans"]
@@ -70,7 +70,7 @@ class BatchedPlans:
                 return self._per_sample(keys)  # nothing planned, or sizes the collate will name in its error
         (h, w), = sizes
         with clock.span("decode+collate"):
-            out = _empty_batch((len(keys), 3, h, w), self.collate.memory_format, self.collate.pin_memory)
+            out = empty_batch((len(keys), 3, h, w), self.collate.memory_format, self.collate.pin_memory)
             hwc = out.permute(0, 2, 3, 1).numpy()
             items, redo = [], []
             for slot, p in enumerate(planned):
@@ -84,10 +84,10 @@ class BatchedPlans:
         with clock.span("redo") if redo else contextlib.nullcontext():
             for slot in sorted(redo):
                 image, targets[slot] = self.keyed[keys[slot]]
-                src = _source(image, slot)
+                src = image_source(image, slot)
                 if src.shape != (3, h, w):
                     return self._per_sample(keys)  # its error names the sizes
-                _copy(out, hwc, slot, src, self.collate.memory_format == torch.channels_last)
+                copy_image(out, hwc, slot, src, self.collate.memory_format == torch.channels_last)
         return out, collate_targets(targets)
 
 

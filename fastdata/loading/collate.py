@@ -21,7 +21,7 @@ from ..errors import ConfigError
 __all__ = ["FastCollate", "fast_collate"]
 
 
-class _Source:
+class ImageSource:
     """One image as a NumPy view plus its layout; only PIL input is copied here."""
 
     __slots__ = ("array", "chw")
@@ -39,7 +39,13 @@ class _Source:
         return (a.shape[0], a.shape[1], a.shape[2]) if self.chw else (a.shape[2], a.shape[0], a.shape[1])
 
 
-def _source(image: Any, position: int) -> _Source:
+def image_source(image: Any, position: int) -> ImageSource:
+    """``image`` (a uint8 array, CHW tensor or PIL image) as an :class:`ImageSource`.
+
+    Raises:
+        ConfigError: naming sample ``position``: not on the CPU, another type
+            or dtype, or a shape that is not an image.
+    """
     chw = False
     if isinstance(image, torch.Tensor):
         if image.device.type != "cpu":
@@ -66,10 +72,11 @@ def _source(image: Any, position: int) -> _Source:
         raise ConfigError(f"fast_collate: sample {position} has shape {tuple(array.shape)}; expected HxW, HxWxC or CxHxW")
     if array.ndim == 3 and array.shape[0 if chw else 2] == 1:  # HxWx1 or 1xHxW: grayscale
         array, chw = (array[0] if chw else array[:, :, 0]), False
-    return _Source(array, chw)
+    return ImageSource(array, chw)
 
 
-def _copy(out: torch.Tensor, dest_hwc: np.ndarray, i: int, src: _Source, channels_last: bool) -> None:
+def copy_image(out: torch.Tensor, dest_hwc: np.ndarray, i: int, src: ImageSource, channels_last: bool) -> None:
+    """``src`` into slot ``i`` of the batch ``out`` (``dest_hwc``: the same memory as an NHWC NumPy view)."""
     # Fastest of the routes measured for each (input, output) layout pair on
     # one core: plain memcpy where layouts agree, else one strided pass. An
     # RGB array into an NCHW batch (the usual case) is a transpose; the
@@ -104,7 +111,9 @@ def _mismatch(shapes: list[tuple[int, int, int]]) -> ConfigError:
     )
 
 
-def _empty_batch(shape: tuple[int, int, int, int], memory_format: torch.memory_format, pin: bool) -> torch.Tensor:
+def empty_batch(shape: tuple[int, int, int, int], memory_format: torch.memory_format, pin: bool) -> torch.Tensor:
+    """An uninitialised uint8 ``(N, C, H, W)`` batch: in shared memory in a
+    worker process, else pinned when ``pin`` and CUDA is there."""
     n, c, h, w = shape
     stride = (c * h * w, 1, w * c, c) if memory_format == torch.channels_last else (c * h * w, h * w, w, 1)
     if get_worker_info() is not None:
@@ -179,16 +188,16 @@ class FastCollate:
         for position, item in enumerate(batch):
             if not isinstance(item, (tuple, list)) or len(item) != 2:
                 raise ConfigError(f"fast_collate: sample {position} is a {type(item).__name__}, expected an (image, target) pair")
-            sources.append(_source(item[0], position))
+            sources.append(image_source(item[0], position))
             targets.append(item[1])
         shapes = [s.shape for s in sources]
         if len(set(shapes)) != 1:
             raise _mismatch(shapes)
         channels_last = self.memory_format == torch.channels_last
-        out = _empty_batch((len(sources), *shapes[0]), self.memory_format, self.pin_memory)
+        out = empty_batch((len(sources), *shapes[0]), self.memory_format, self.pin_memory)
         dest_hwc = out.permute(0, 2, 3, 1).numpy()  # a view of the same memory
         for i, src in enumerate(sources):
-            _copy(out, dest_hwc, i, src, channels_last)
+            copy_image(out, dest_hwc, i, src, channels_last)
         return out, collate_targets(targets)
 
 

@@ -38,7 +38,7 @@ def test_passthrough_stores_the_files_byte_for_byte(tmp_path, capsys):
 
 
 def test_without_the_compiled_decoder_the_default_passes_through_with_a_note(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(native, "_cropdecode", None)
+    monkeypatch.setattr(native, "cropdecode", None)
     monkeypatch.setattr(native, "_IMPORT_ERROR", "the install found no C compiler or no libjpeg headers")
     files = make_folder(tmp_path / "src", {"a": 2})
     code, _, err = run_cli(capsys, "convert", tmp_path / "src", tmp_path / "o", "--format", "lmdb")

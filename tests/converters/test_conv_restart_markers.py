@@ -13,7 +13,7 @@ from fastdata.converters.conversion.normalize import EncodeOptions, prepare
 from fastdata.decode import native
 from PIL import Image
 
-needs_native = pytest.mark.skipif(native._cropdecode is None, reason="compiled crop decoder not built")
+needs_native = pytest.mark.skipif(native.cropdecode is None, reason="compiled crop decoder not built")
 
 
 def has_restart_interval(data: bytes) -> bool:
@@ -72,7 +72,7 @@ def test_prepare_marks_reencoded_and_passthrough_jpegs_and_keeps_the_rest(edge_i
 
 
 def test_flag_without_the_compiled_decoder_is_an_error_naming_the_fix(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(native, "_cropdecode", None)
+    monkeypatch.setattr(native, "cropdecode", None)
     monkeypatch.setattr(native, "_IMPORT_ERROR", "the install found no C compiler or no libjpeg headers")
     make_folder(tmp_path / "src", {"a": 2})
     code, _, err = run_cli(capsys, "convert", tmp_path / "src", tmp_path / "out", "--format", "tfrecord",

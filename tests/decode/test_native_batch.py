@@ -57,8 +57,8 @@ def test_a_corrupt_item_is_reported_and_the_others_decoded(photo_tree, edge_imag
     items.append((3, b"not a jpeg at all", items[0][2]))
     out = np.zeros((4, *SIZE, 3), np.uint8)
     failed = decode_batch(out, items)
-    assert [(position, status) for position, status, _ in failed] == [(1, native._cropdecode.STATUS_ERROR),
-                                                                    (3, native._cropdecode.STATUS_ERROR)]
+    assert [(position, status) for position, status, _ in failed] == [(1, native.cropdecode.STATUS_ERROR),
+                                                                    (3, native.cropdecode.STATUS_ERROR)]
     assert all(message for _, _, message in failed)
     assert np.array_equal(out[0], expected[0]) and np.array_equal(out[2], expected[2])
 
@@ -83,10 +83,10 @@ def test_bad_arguments_are_refused(photo_tree, edge_images):
     with pytest.raises(TypeError):
         decode_batch(out, [(0, "text", request)])
     with pytest.raises(TypeError, match="each item is"):
-        native._cropdecode.decode_batch(out, [(0, datas[0])], 0)
+        native.cropdecode.decode_batch(out, [(0, datas[0])], 0)
     bad_box = (request[0], request[1], (1e9, 0.0, 1.0, 1.0), request[3], request[4])
     [(position, status, _)] = decode_batch(out, [(0, datas[0], bad_box)])
-    assert (position, status) == (0, native._cropdecode.STATUS_BADARG)
+    assert (position, status) == (0, native.cropdecode.STATUS_BADARG)
 
 
 @pytest.mark.parametrize("memory_format", [torch.contiguous_format, torch.channels_last], ids=["nchw", "nhwc"])

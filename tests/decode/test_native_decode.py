@@ -15,7 +15,7 @@ from PIL import Image
 from fastdata.decode import decode, native, read_info
 from fastdata.errors import DecodeError, MissingDependencyError
 
-cd = native._cropdecode
+cd = native.cropdecode
 needs_native = pytest.mark.skipif(cd is None, reason="compiled crop decoder not built")
 
 
@@ -59,7 +59,7 @@ def test_status_says_which_path(monkeypatch):
         assert native.native_status().startswith("pure Python (FASTDATA_NATIVE=0")
         assert native.crop_decoder("auto") == "python"
     assert native.crop_decoder("simplejpeg") == "python"
-    monkeypatch.setattr(native, "_cropdecode", None)
+    monkeypatch.setattr(native, "cropdecode", None)
     status = native.native_status()
     assert status.startswith("pure Python") and "apt-get install libjpeg-dev" in status
     with pytest.raises(MissingDependencyError, match="apt-get install libjpeg-dev"):
@@ -196,7 +196,7 @@ def test_bomb_guard_before_any_allocation(monkeypatch):
         def decode_resized(self, *args):
             raise AssertionError("the bomb reached the compiled decoder")
 
-    monkeypatch.setattr(native, "_cropdecode", Unreachable())
+    monkeypatch.setattr(native, "cropdecode", Unreachable())
     with pytest.raises(DecodeError, match="bomb.jpg: 60000x60000 = 3600000000 pixels exceeds max_pixels"):
         native.decode_resized(bomb, read_info(bomb), (0, 0, 10, 10), (8, 8), name="bomb.jpg")
     # libjpeg's own reading of the header is checked too, whatever Python parsed.

@@ -15,7 +15,7 @@ from PIL import Image
 from fastdata.decode import native, read_info
 from fastdata.errors import DecodeError
 
-pytestmark = pytest.mark.skipif(native._cropdecode is None, reason="compiled crop decoder not built")
+pytestmark = pytest.mark.skipif(native.cropdecode is None, reason="compiled crop decoder not built")
 
 
 def photo(h: int, w: int, seed: int = 0) -> Image.Image:
@@ -91,7 +91,7 @@ def test_transcode_is_lossless_on_every_shared_photo(shared_data, resegment):
     """Both paths: cutting the source's data into segments, and libjpeg's
     re-encode (what the first declines: restart markers already there, ...)."""
     done, size, marked_size = 0, 0, 0
-    previous = native._cropdecode._set_resegment(resegment)
+    previous = native.cropdecode._set_resegment(resegment)
     try:
         for path in photo_files(shared_data):
             data = path.read_bytes()
@@ -104,7 +104,7 @@ def test_transcode_is_lossless_on_every_shared_photo(shared_data, resegment):
                 done += 1
                 size, marked_size = size + len(data), marked_size + len(out)
     finally:
-        native._cropdecode._set_resegment(previous)
+        native.cropdecode._set_resegment(previous)
     assert done > 400  # hymenoptera train + val, the edge cases, twice
     assert marked_size < 1.06 * size  # fast path: +3.6% (24 chunks), +0.1% (whole rows)
 
@@ -168,7 +168,7 @@ def test_segment_decode_matches_on_every_orientation(edge_images):
 def test_segment_decode_matches_whole_file_on_hymenoptera(shared_data):
     """The same restart-marked file, the segment path against the whole-file
     path (real photos: 4:4:4, 4:2:0, 4:4:0, widths with awkward divisors)."""
-    cd = native._cropdecode
+    cd = native.cropdecode
     rng = np.random.default_rng(11)
     photos = sorted((shared_data / "photos" / "hymenoptera" / "train").rglob("*.jpg"))
     assert len(photos) > 200

@@ -125,7 +125,7 @@ def test_the_hint_is_logged_once_per_process_and_not_when_chosen(monkeypatch, ca
     with caplog.at_level(logging.WARNING, logger="fastdata.decode"):
         crop(EncodedImage(_jpeg(), "a.jpg"))
     assert not [r for r in caplog.records if HINT_LINE in r.getMessage()]
-    monkeypatch.setattr(native, "_cropdecode", None)
+    monkeypatch.setattr(native, "cropdecode", None)
     monkeypatch.setattr(native, "_IMPORT_ERROR", "the install found no C compiler or no libjpeg headers")
     with caplog.at_level(logging.WARNING, logger="fastdata.decode"):
         for _ in range(3):

@@ -12,7 +12,7 @@ from test_native_restarts import SOURCES, header, jpeg, photo, pixels
 
 from fastdata.decode import native
 
-pytestmark = pytest.mark.skipif(native._cropdecode is None, reason="compiled crop decoder not built")
+pytestmark = pytest.mark.skipif(native.cropdecode is None, reason="compiled crop decoder not built")
 
 
 def marker_segments(data: bytes) -> list[tuple[int, bytes]]:
@@ -93,13 +93,13 @@ def test_damaged_scans_are_refused_by_both_paths(resegment):
         "bytes before EOI": data[:-2] + bytes(range(1, 101)) + b"\xff\xd9",
         "a second SOI in the scan": data[:mid] + b"\xff\xd8" + data[mid:],
     }
-    previous = native._cropdecode._set_resegment(resegment)
+    previous = native.cropdecode._set_resegment(resegment)
     try:
         for what, bad in damaged.items():
             assert native.add_restarts(bad) is None, what
         assert native.add_restarts(data) is not None
     finally:
-        native._cropdecode._set_resegment(previous)
+        native.cropdecode._set_resegment(previous)
 
 
 def test_bytes_after_eoi_are_dropped():
@@ -152,11 +152,11 @@ def test_a_code_only_the_extended_dc_table_has_is_a_bad_code_in_the_source():
     np.testing.assert_array_equal(pixels(out), pixels(good))
     bad = two_block_gray_jpeg(b"\x21\x7f")  # 0 0 | 10000 (category 1 in the extended table) 1 0
     for resegment in (True, False):
-        previous = native._cropdecode._set_resegment(resegment)
+        previous = native.cropdecode._set_resegment(resegment)
         try:
             assert native.add_restarts(bad, chunks=2) is None, resegment
         finally:
-            native._cropdecode._set_resegment(previous)
+            native.cropdecode._set_resegment(previous)
 
 
 def test_an_ac_value_beyond_8_bit_range_is_kept_or_refused_never_changed():
@@ -169,8 +169,8 @@ def test_an_ac_value_beyond_8_bit_range_is_kept_or_refused_never_changed():
     out = native.add_restarts(data, chunks=2)
     assert out is not None
     np.testing.assert_array_equal(pixels(out), pixels(data))
-    previous = native._cropdecode._set_resegment(False)
+    previous = native.cropdecode._set_resegment(False)
     try:
         assert native.add_restarts(data, chunks=2) is None
     finally:
-        native._cropdecode._set_resegment(previous)
+        native.cropdecode._set_resegment(previous)

@@ -1,5 +1,5 @@
 """Bit-identity guard: decode.native.plan's shortcut for upright images with
-plain boxes (_plan_upright) gives what its general path gives."""
+plain boxes (no validation, no frame changes) gives what its general path gives."""
 
 from __future__ import annotations
 
