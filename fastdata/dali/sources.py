@@ -75,7 +75,7 @@ def dali_source(path: str | os.PathLike[str]) -> DALISource:
         )
     if not manifest.shards:
         raise ManifestError(f"{directory / MANIFEST_NAME}: the dataset has no shards; re-run the conversion")
-    shards = converted(manifest.format, directory, [os.fspath(directory / s.file) for s in manifest.shards], manifest, {})
+    shards = converted(manifest.format, directory, [os.fspath(manifest.path_of(directory, s.file)) for s in manifest.shards], manifest, {})
     return DALISource(
         directory=directory,
         format=manifest.format,

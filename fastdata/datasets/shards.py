@@ -47,19 +47,19 @@ def converted(format_name: str, path: PathArg, paths: list[str], manifest: Any, 
         paths,
         options,
         [s.records for s in manifest.shards],
-        targets_file=os.path.join(os.fspath(path), targets) if targets else None,  # type: ignore[arg-type]
+        targets_file=os.fspath(manifest.path_of(path, targets)) if targets else None,  # type: ignore[arg-type]
         sources_file=os.fspath(sources) if sources is not None else None,
-        checks=[_checks(os.fspath(path), info) for info in manifest.shards],  # type: ignore[arg-type]
+        checks=[_checks(os.fspath(path), manifest, info) for info in manifest.shards],  # type: ignore[arg-type]
         num_classes=len(manifest.classes) or None,
     )
 
 
-def _checks(directory: str, info: Any) -> tuple[list[tuple[str, str]], str | None]:
+def _checks(directory: str, manifest: Any, info: Any) -> tuple[list[tuple[str, str]], str | None]:
     """What :class:`ShardSet` checks when it opens a converted shard: the
     digests of its index and checksum file, and that checksum file."""
     small = [n for n in (info.index, info.checksums) if n and n in info.digests]
-    sidecar = os.path.join(directory, info.checksums) if info.checksums else None
-    return [(os.path.join(directory, n), info.digests[n]) for n in small], sidecar
+    sidecar = os.fspath(manifest.path_of(directory, info.checksums)) if info.checksums else None
+    return [(os.fspath(manifest.path_of(directory, n)), info.digests[n]) for n in small], sidecar
 
 
 def open_shards(path: PathArg, format_name: str | None, options: dict[str, Any]) -> tuple[ShardSet, list[str] | None]:
@@ -81,7 +81,7 @@ def open_shards(path: PathArg, format_name: str | None, options: dict[str, Any])
     reader_options = spec.reader_options(**options)
     if found is not None and found.format == format_name:
         manifest = found.manifest
-        paths = [os.path.join(path, s.file) for s in manifest.shards]
+        paths = [os.fspath(manifest.path_of(path, s.file)) for s in manifest.shards]
     else:  # (a directory of another format: resolve reads it again to refuse it with the class to use)
         paths, manifest = resolve(path, format_name, dir_is_shard=spec.data_name is not None)
     open_options = reader_options.open_options(manifest)

@@ -115,7 +115,8 @@ class ShardSet:
             if not os.path.isfile(local) or not checksums.matches(local, digest):
                 raise FormatError(
                     "is missing or does not match the digest the manifest records (damaged or replaced)",
-                    path=name, hint="restore the dataset's files from a good copy or re-convert it",
+                    path=name,
+                    hint=remote_hooks.cached_copy_hint(name, "restore the dataset's files from a good copy or re-convert it"),
                 )
 
     def _use_checksums(self, shard: int, reader: Any) -> None:
@@ -142,8 +143,9 @@ class ShardSet:
             FormatError: a damaged record; the message names the shard and
                 the record number as well as the reader's offset or key.
         """
+        reader = self.reader(shard)  # an error opening it is about the whole shard, not record ``local``
         try:
-            data, label = self.reader(shard).sample(local)
+            data, label = reader.sample(local)
             if self.num_classes is not None and type(label) is int and not 0 <= label < self.num_classes:
                 raise FormatError(
                     f"record {local}: label {label} is not a class index (the manifest lists {self.num_classes} classes)",
@@ -155,7 +157,8 @@ class ShardSet:
             if type(exc) is not FormatError:
                 raise
             origin = self.source(shard, local)
-            if f"record {local}" in str(exc) and origin is None:
+            hint = remote_hooks.cached_copy_hint(self.paths[shard], exc.hint)
+            if f"record {local}" in str(exc) and origin is None and hint == exc.hint:
                 raise
             reason = exc.reason if f"record {local}" in str(exc) else f"record {local}: {exc.reason}"
             raise FormatError(
@@ -163,7 +166,7 @@ class ShardSet:
                 path=exc.path or self.paths[shard],
                 offset=exc.offset,
                 key=exc.key,
-                hint=exc.hint,
+                hint=hint,
             ) from exc
 
     def source(self, shard: int, local: int) -> str | None:

@@ -56,7 +56,7 @@ def resolve(path: PathArg, format_name: str, *, dir_is_shard: bool = False) -> t
                 f"{text} holds a {manifest.format} dataset, not {format_name}; "
                 "open it with fastdata.open_dataset(path) or the matching dataset class"
             )
-        return [os.path.join(text, s.file) for s in manifest.shards], manifest
+        return [os.fspath(manifest.path_of(text, s.file)) for s in manifest.shards], manifest
     return [text], None
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from .._version import __version__
 from ..errors import FormatError, ManifestError
 from ._atomic import write_text_atomic
+from .names import check_name, inside
 from .sample import ShardInfo
 from .table import spec
 
@@ -103,7 +104,12 @@ class Manifest:
         """The converter's list of source files (``extra["sources"]``: line ``i``
         is the JSON string of the file sample ``i`` came from), or None."""
         name = self.extra.get("sources")
-        return Path(directory) / name if isinstance(name, str) else None
+        return self.path_of(directory, name) if isinstance(name, str) else None
+
+    def path_of(self, directory: str | os.PathLike[str], name: str) -> Path:
+        """``directory / name`` for a name this manifest gives, refused when it
+        resolves outside ``directory`` (see :func:`fastdata.formats.names.inside`)."""
+        return inside(directory, name)
 
     def shard_sizes(self, directory: str | os.PathLike[str]) -> list[tuple[Path, int | None]]:
         """``(data file, its size now)`` per shard, in manifest order; the size
@@ -112,7 +118,7 @@ class Manifest:
         data_file = spec(self.format).data_file
         out = []
         for info in self.shards:
-            path = data_file(Path(directory) / info.file)
+            path = self.path_of(directory, data_file(Path(info.file)).as_posix())
             try:
                 out.append((path, path.stat().st_size))
             except OSError:
@@ -225,11 +231,33 @@ class Manifest:
             )
         if "class_to_idx" in doc and doc["class_to_idx"] != m.class_to_idx:
             raise ManifestError(f"{source}: class_to_idx disagrees with classes; {_FIX}", damaged=True)
+        m.check_names(source)
         return m
+
+    def check_names(self, source: str = "manifest") -> None:
+        """Every file name this manifest gives is a plain relative name inside
+        the dataset (see :mod:`fastdata.formats.names`).
+
+        Raises:
+            ManifestError: naming ``source``, the field and the name.
+        """
+        for i, info in enumerate(self.shards):
+            for field in ("file", "index", "checksums"):
+                name = getattr(info, field)
+                if name is not None or field == "file":
+                    check_name(name, f"shards[{i}].{field}", source)
+            for name in info.digests:
+                check_name(name, f"shards[{i}].digests", source)
+        for key in FILE_EXTRAS:
+            if key in self.extra and self.extra[key] is not None:
+                check_name(self.extra[key], f"extra.{key}", source)
+        for name in self.digests:
+            check_name(name, "digests", source)
 
     def write(self, directory: str | os.PathLike[str]) -> Path:
         """Write ``manifest.json`` into ``directory`` (atomically), after
-        recording the digest of each file named in ``extra``."""
+        recording the digest of each file named in ``extra`` and the size of
+        every small file (:data:`SIZES_EXTRA`)."""
         from .checksums import file_digest
 
         directory = Path(directory)
@@ -283,10 +311,7 @@ def _shard(doc: Any) -> ShardInfo:
         if getattr(info, name) is not None:
             _typed(getattr(info, name), str, f"shards[].{name}")
     _typed(info.digests, dict, "shards[].digests")
-    names = [info.file, info.index, info.checksums]
-    if any(n is not None and (not n or os.path.isabs(n) or ".." in Path(n).parts) for n in names):
-        raise ValueError(f"shard file names must be relative to the dataset directory, got {names}")
-    return info
+    return info  # its names are checked with the rest by Manifest.check_names
 
 
 def source_at(sources_file: str | os.PathLike[str] | None, index: int) -> str | None:

@@ -23,13 +23,16 @@ import json
 import os
 import shutil
 import socket
+import stat
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..errors import FormatError, RemoteError
+from ..errors import FormatError, ManifestError, RemoteError
 from ..formats import checksums
-from .retry import is_disk_full
+from ..formats.names import inside
+from . import outcome
+from .retry import ObjectMissing, is_disk_full
 from .store import Store
 from .urls import scrub_url
 
@@ -96,47 +99,68 @@ class ShardCache:
     def fetch(self, directory: Path, name: str, store: Store, expected: Expected) -> Path:
         """``directory/name``, downloaded from ``store`` first if it is not there.
 
+        A failure is shared: the processes waiting for the same file raise
+        it when they get the lock (see :mod:`fastdata.remote.outcome`), within
+        the store's retry budget of the first attempt, instead of spending a
+        budget each.
+
         Raises:
-            FormatError: the file fails its size or SHA-256 check twice (the
+            FormatError: the file fails its size or digest check twice (the
                 message names the URL).
-            FileNotFoundError: the server has no such object.
+            ObjectMissing: the server has no such object.
+            ManifestError: ``name`` would resolve outside ``directory``.
             RemoteError: retries exhausted, credentials refused, or the cache is full.
         """
-        final = directory / name
+        final = inside(directory, name)
         if final.exists():
             _touch(final)
             return final
-        with locked(lock_path(directory, name)):
+        asked = time.monotonic()
+        lock = lock_path(directory, name)
+        with locked(lock):
             if final.exists():  # another process fetched it while we waited
                 _touch(final)
                 return final
-            size = expected.size if expected.size is not None else store.size(name)
-            if size is None:
-                raise FileNotFoundError(scrub_url(store.url_of(name)))
-            self.make_room(size, store.url_of(name))
-            final.parent.mkdir(parents=True, exist_ok=True)
-            partial = final.with_name(final.name + PARTIAL)
-            problem = ""
-            for _ in range(2):  # a mismatch is fetched once more before it is reported
-                started = time.monotonic()
-                try:
-                    store.download(name, str(partial))
-                except BaseException as exc:
-                    partial.unlink(missing_ok=True)
-                    if is_disk_full(exc):
-                        raise self.full_error(size, store.url_of(name), f"the disk refused the write ({exc.strerror})") from None
-                    raise
-                problem = _check(partial, Expected(size, expected.sha256))
-                self.log(store.url_of(name), name, partial, time.monotonic() - started, problem)
-                if not problem:
-                    os.replace(partial, final)
-                    return final
+            earlier = outcome.recent(lock, store.policy.total_seconds, asked)
+            if earlier is not None:
+                raise earlier
+            try:
+                self._download(final, name, store, expected)
+            except (FormatError, RemoteError) as exc:
+                outcome.remember(lock, exc)
+                raise
+            outcome.forget(lock)
+            return final
+
+    def _download(self, final: Path, name: str, store: Store, expected: Expected) -> None:
+        size = expected.size if expected.size is not None else store.size(name)
+        if size is None:
+            raise ObjectMissing(scrub_url(store.url_of(name)))
+        self.make_room(size, store.url_of(name))
+        final.parent.mkdir(parents=True, exist_ok=True)
+        partial = final.with_name(final.name + PARTIAL)
+        problem = ""
+        for _ in range(2):  # a mismatch is fetched once more before it is reported
+            started = time.monotonic()
+            partial.unlink(missing_ok=True)  # never write through a link left in its place
+            try:
+                store.download(name, str(partial))
+            except BaseException as exc:
                 partial.unlink(missing_ok=True)
-            raise FormatError(
-                f"{problem} after two downloads",
-                path=scrub_url(store.url_of(name)),
-                hint="the object on the server is damaged or was replaced after conversion; re-upload the dataset",
-            )
+                if is_disk_full(exc):
+                    raise self.full_error(size, store.url_of(name), f"the disk refused the write ({exc.strerror})") from None
+                raise
+            problem = _check(partial, Expected(size, expected.sha256))
+            self.log(store.url_of(name), name, partial, time.monotonic() - started, problem)
+            if not problem:
+                os.replace(partial, final)
+                return
+            partial.unlink(missing_ok=True)
+        raise FormatError(
+            f"{problem} after two downloads",
+            path=scrub_url(store.url_of(name)),
+            hint="the object on the server is damaged or was replaced after conversion; re-upload the dataset",
+        )
 
     # -- eviction ---------------------------------------------------------------------
 
@@ -146,8 +170,8 @@ class ShardCache:
         for directory in (d for d in self.root.iterdir() if d.is_dir()):
             for name in self.evictable(directory):
                 try:
-                    st = (directory / name).stat()
-                except OSError:
+                    st = inside(directory, name).stat()
+                except (OSError, ManifestError):  # gone meanwhile, or not the cache's to delete
                     continue
                 found.append((st.st_mtime, st.st_size, directory, name))
         return sorted(found)
@@ -177,7 +201,18 @@ class ShardCache:
                 raise self.full_error(size, url, f"{used} bytes are in use by other files and {max(free, 0)} are free on the disk")
 
     def _partials(self) -> int:
-        return sum(p.stat().st_size for p in self.root.glob(f"*/**/*{PARTIAL}") if p.is_file())
+        """Bytes of the downloads in progress. Another process renames its
+        finished ``.partial`` (or drops a failed one) at any moment: a file
+        listed but gone by its ``stat`` is simply not counted."""
+        total = 0
+        for path in self.root.glob(f"*/**/*{PARTIAL}"):
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                total += st.st_size
+        return total
 
     def full_error(self, size: int, url: str, why: str) -> RemoteError:
         limit = f"limit {self.limit_bytes} bytes" if self.limit_bytes is not None else "no limit"

@@ -65,3 +65,17 @@ def read_ahead(paths: Sequence[str]) -> None:
     from . import readahead
 
     readahead.plan(paths)
+
+
+def cached_copy_hint(path: str, hint: str | None) -> str | None:
+    """The fix for a damaged file at ``path``: ``hint`` for a local dataset;
+    for a localized one, deleting the cached copy (it is fetched again),
+    since re-converting or restoring is not the user's to do there."""
+    from .mirror import mirror_of
+
+    mirror = mirror_of(os.path.dirname(path))
+    if mirror is None:
+        return hint
+    return (f"this is fastdata's cached copy of {mirror.store.scrub(mirror.store.url_of(os.path.basename(path)))}: "
+            f"delete {path} and fastdata downloads it again; if the new copy fails too, the object on the server "
+            "is damaged: re-upload the dataset")

@@ -22,9 +22,10 @@ from ..errors import ConfigError, FormatError, ManifestError, RemoteError
 from ..formats import registry
 from ..formats._atomic import remove, write_text_atomic
 from ..formats.manifest import MANIFEST_NAME, Manifest
+from ..formats.names import entry_inside
 from ._forklock import ForkSafeLock
 from .cache import Expected, ShardCache, lock_path, locked
-from .retry import RetryPolicy
+from .retry import ObjectMissing, RetryPolicy
 from .store import _SECRET_OPTIONS, Store
 from .urls import cache_key, scrub_url
 
@@ -95,7 +96,12 @@ def localize(
     with locked(lock_path(directory, MANIFEST_NAME)):
         old = directory / MANIFEST_NAME
         if old.exists() and old.read_text(encoding="utf-8") != text:
-            _drop_changed(directory, Manifest.read(directory), manifest)
+            try:
+                before = Manifest.read(directory)
+            except ManifestError:  # unreadable or refused: its names cannot be trusted to delete anything
+                before = None
+            if before is not None:
+                _drop_changed(directory, before, manifest)
         write_text_atomic(directory / SETTINGS_NAME, json.dumps(settings, indent=1) + "\n")
         write_text_atomic(old, text)
     _MIRRORS.pop(str(directory), None)
@@ -106,16 +112,18 @@ def localize(
 
 
 def _drop_changed(directory: Path, old: Manifest, new: Manifest) -> None:
-    """Delete cached files the new manifest no longer vouches for."""
+    """Delete cached files the new manifest no longer vouches for (both
+    manifests' names are checked; a link is removed, never what it points at)."""
     keep = {(s.file, s.bytes, s.sha256, tuple(sorted(s.digests.items()))) for s in new.shards}
+    doomed: list[str] = []
     for info in old.shards:
         if (info.file, info.bytes, info.sha256, tuple(sorted(info.digests.items()))) not in keep:
-            remove(directory / info.file)
-            for name in (info.index, info.checksums):
-                if name:
-                    remove(directory / name)
-    for name in old.extra_files():
-        remove(directory / name)
+            doomed += [n for n in (info.file, info.index, info.checksums) if n]
+    for name in doomed + old.extra_files():
+        try:
+            remove(entry_inside(directory, name))
+        except ManifestError:
+            continue
 
 
 class Mirror:
@@ -129,26 +137,33 @@ class Mirror:
         self.shards = {s.file: s for s in self.manifest.shards}
         self.indexes = {s.index: s for s in self.manifest.shards if s.index}
         self.cache = ShardCache(directory.parent, settings.get("cache_bytes"), evictable_files)
-        self._failed: dict[str, BaseException] = {}
+        # name -> (error, monotonic time until which it stands; None: for good)
+        self._failed: dict[str, tuple[BaseException, float | None]] = {}
 
     def fetch(self, name: str) -> Path:
         """``directory/name``, downloaded and checked first if needed; a shard
         brings its index along. A failure is remembered: asking again for
-        the same file raises the same error instead of downloading again."""
-        if name in self._failed:
-            raise self._failed[name]
+        the same file raises the same error instead of downloading again
+        (a damaged or missing object for good, a server that cannot be
+        reached for one retry budget, after which it is tried again)."""
+        remembered = self._failed.get(name)
+        if remembered is not None and (remembered[1] is None or time.monotonic() < remembered[1]):
+            raise remembered[0]
         policy = self.store.policy
         start, delay = time.monotonic(), policy.first_delay
         while True:
             try:
                 return self._fetch(name)
             except FormatError as exc:
-                self._failed[name] = exc
+                self._failed[name] = (exc, None)
                 raise
-            except FileNotFoundError:
+            except RemoteError as exc:
+                self._failed[name] = (exc, time.monotonic() + policy.total_seconds)
+                raise
+            except ObjectMissing:  # the server's answer; a local file error is not this
                 if self.store.size(MANIFEST_NAME) is not None:  # the dataset is there, this file is not
-                    self._failed[name] = self.missing(name)
-                    raise self._failed[name] from None
+                    self._failed[name] = (self.missing(name), None)
+                    raise self._failed[name][0] from None
             # no manifest either: a server that is starting up (or a whole dataset being re-uploaded)
             if time.monotonic() - start + delay > policy.total_seconds:
                 raise RemoteError(f"downloading {scrub_url(self.store.url_of(name))}: neither it nor the dataset's "

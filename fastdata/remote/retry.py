@@ -54,6 +54,13 @@ class RetryPolicy:
                 raise ConfigError(f"RetryPolicy.{name} must be positive, got {getattr(self, name)!r}")
 
 
+class ObjectMissing(FileNotFoundError):
+    """The server answered that the object is not there (a 404, or the
+    backend's own "no such key"). Only this means "missing on the server": a
+    local file error, such as a cache file another process renamed, is never
+    taken for it."""
+
+
 def is_disk_full(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in _DISK_FULL
 
@@ -65,8 +72,8 @@ def call(fn: Callable[[], T], *, url: str, action: str, policy: RetryPolicy, sec
         RemoteError: permission refused at once; transient errors once the
             time budget is spent. The message names ``action``, the URL and
             the cause, with credentials masked.
-        FileNotFoundError: the object does not exist (callers turn it into
-            the error that fits: a missing manifest, a missing shard).
+        ObjectMissing: the server says the object does not exist (callers
+            turn it into the error that fits: a missing manifest, a missing shard).
         OSError: the local disk is full (callers name the cache directory).
     """
     start = time.monotonic()
@@ -76,8 +83,10 @@ def call(fn: Callable[[], T], *, url: str, action: str, policy: RetryPolicy, sec
         attempts += 1
         try:
             return fn()
-        except (FileNotFoundError, FastDataError):
+        except FastDataError:
             raise
+        except FileNotFoundError:  # the backend's answer for a missing object
+            raise ObjectMissing(scrub_url(url)) from None
         except Exception as exc:
             status = http_status(exc)
             if isinstance(exc, PermissionError) or status in (401, 403):
@@ -87,7 +96,7 @@ def call(fn: Callable[[], T], *, url: str, action: str, policy: RetryPolicy, sec
                     "environment variables or ~/.aws/credentials, for gs:// GOOGLE_APPLICATION_CREDENTIALS)"
                 ) from None
             if status == 404:
-                raise FileNotFoundError(scrub_url(url)) from None
+                raise ObjectMissing(scrub_url(url)) from None
             if isinstance(exc, PERMANENT) or (status is not None and 400 <= status < 500 and status not in (408, 429)):
                 raise RemoteError(f"{action} {scrub_url(url)}: {scrub(describe(exc), secrets)}") from None
             if is_disk_full(exc):

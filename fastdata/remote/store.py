@@ -11,6 +11,7 @@ variables and config files (``AWS_*`` and ``~/.aws`` for S3,
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 from .._optional import require
 from ..errors import MissingDependencyError
 from ._forklock import ForkSafeLock
-from .retry import RetryPolicy, call
+from .retry import ObjectMissing, RetryPolicy, call
 from .urls import join, protocol, scrub
 
 # protocol -> (module its fsspec implementation imports, the pip line that fixes it)
@@ -154,11 +155,17 @@ class Store:
         """Copy object ``name`` to the local file ``local`` (overwritten).
 
         Raises:
-            FileNotFoundError: no such object. OSError: the local disk is
-            full. RemoteError: see :func:`call`.
+            ObjectMissing: no such object. OSError: the local disk is full,
+            or ``local``'s directory went away. RemoteError: see :func:`call`.
         """
         url = self.url_of(name)
-        self._call(name, "downloading", lambda: self.fs.get_file(url, local))
+        try:
+            self._call(name, "downloading", lambda: self.fs.get_file(url, local))
+        except ObjectMissing:
+            folder = os.path.dirname(local) or "."
+            if not os.path.isdir(folder):  # the backend's FileNotFoundError was about our side
+                raise OSError(errno.ENOENT, "the cache directory was removed during the download", folder) from None
+            raise
 
     def upload(self, local: str, name: str) -> None:
         url = self.url_of(name)

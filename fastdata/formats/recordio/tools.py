@@ -243,7 +243,7 @@ def dali_index_paths(directory: Path, manifest: Manifest) -> tuple[str, ...]:
         "DALI needs this one index over all .rec shards: rebuild it with "
         f"fastdata.formats.recordio.write_dali_index(directory, Manifest.read(directory).shards, {name!r})"
     )
-    return (existing(directory / name, "DALI index", hint, manifest.digests.get(name)),)
+    return (existing(manifest.path_of(directory, name), "DALI index", hint, manifest.digests.get(name)),)
 
 
 def check_finalized(directory: Path, manifest: Manifest) -> list[Problem]:

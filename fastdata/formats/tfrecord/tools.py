@@ -177,5 +177,5 @@ def dali_index_paths(directory: Path, manifest: Manifest) -> tuple[str, ...]:
             )
         if not shard.index:
             raise FormatError(f"{MANIFEST_NAME} names no index for this shard", path=directory / shard.file, hint=hint)
-        out.append(existing(directory / shard.index, "TFRecord index", hint, shard.digests.get(shard.index)))
+        out.append(existing(manifest.path_of(directory, shard.index), "TFRecord index", hint, shard.digests.get(shard.index)))
     return tuple(out)
