@@ -2,6 +2,18 @@
 
 It is written last, after every shard has its final name, so a directory with
 a manifest is complete and one without is not.
+
+The size of every small file it lists (each shard's index and checksum file,
+the :data:`FILE_EXTRAS` files) is recorded under ``extra["sizes"]``
+(:data:`SIZES_EXTRA`), so a reader of a remote dataset downloads each with
+one GET, checked against that size and its digest, without asking the
+server for its size first. The sizes live in ``extra`` rather than in a new
+field or a new ``manifest_version`` on purpose: a fastdata that predates them
+refuses unknown top-level and shard fields and unknown versions, but takes
+any ``extra`` key, so it still reads a dataset written with sizes; the
+manifest's checksum covers ``extra`` like the rest. A manifest without them
+(version 1, or version 2 written before them) is read as before, and a
+remote reader then asks the server for each small file's size.
 """
 
 from __future__ import annotations
@@ -34,6 +46,10 @@ _FIELDS = frozenset((
 #: fastdata wrote (a format's finalize hook or the converter): the DALI index,
 #: the targets ``.npy``, the record-to-source-file list.
 FILE_EXTRAS = ("dali_index", "targets", "sources")
+
+#: ``extra`` key: ``{file: bytes}`` of every file :meth:`Manifest.files` lists
+#: but the shards' data files (whose size is ``ShardInfo.bytes``); see the module doc.
+SIZES_EXTRA = "sizes"
 
 
 @dataclasses.dataclass
@@ -90,6 +106,14 @@ class Manifest:
             + [s.index for s in self.shards if s.index]
             + [s.checksums for s in self.shards if s.checksums]
         )
+
+    def size_of(self, name: str) -> int | None:
+        """The recorded size in bytes of the small file ``name`` (an index, a
+        checksum file, a :data:`FILE_EXTRAS` file), or None when the manifest
+        does not record it (it predates :data:`SIZES_EXTRA`)."""
+        sizes = self.extra.get(SIZES_EXTRA)
+        size = sizes.get(name) if isinstance(sizes, dict) else None
+        return size if type(size) is int else None
 
     def digest_of(self, name: str) -> str | None:
         """The recorded digest of file ``name`` (relative to the directory), or None."""
@@ -224,6 +248,10 @@ class Manifest:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ManifestError(f"{source}: missing or malformed field ({exc}); {_FIX}", damaged=True) from None
+        sizes = m.extra.get(SIZES_EXTRA, {})
+        if not isinstance(sizes, dict) or any(type(v) is not int or v < 0 for v in sizes.values()):
+            raise ManifestError(f"{source}: extra.{SIZES_EXTRA} should map file names to byte counts; {_FIX}",
+                                damaged=True)
         if "num_samples" in doc and doc["num_samples"] != m.num_samples:
             raise ManifestError(
                 f"{source}: num_samples {doc['num_samples']} disagrees with the shard record counts ({m.num_samples})",
@@ -253,6 +281,9 @@ class Manifest:
                 check_name(self.extra[key], f"extra.{key}", source)
         for name in self.digests:
             check_name(name, "digests", source)
+        sizes = self.extra.get("sizes")
+        for name in sizes if isinstance(sizes, dict) else ():
+            check_name(name, "extra.sizes", source)
 
     def write(self, directory: str | os.PathLike[str]) -> Path:
         """Write ``manifest.json`` into ``directory`` (atomically), after
@@ -262,6 +293,11 @@ class Manifest:
 
         directory = Path(directory)
         self.digests = {n: file_digest(directory / n) for n in self.extra_files() if (directory / n).is_file()}
+        data = {s.file for s in self.shards}
+        small = [n for n in self.files() if n not in data and (directory / n).is_file()]
+        self.extra.pop(SIZES_EXTRA, None)
+        if small:
+            self.extra[SIZES_EXTRA] = {n: (directory / n).stat().st_size for n in small}
         path = directory / MANIFEST_NAME
         write_text_atomic(path, self.to_json())
         return path

@@ -47,11 +47,12 @@ def _hostile(kind: str, target: Path) -> tuple[str, str, callable]:
         "dotdot-shard": ("shards[0].file", f"sub/../../{TOKEN}", shard("file", f"sub/../../{TOKEN}")),
         "digest-key": ("digests", f"../{TOKEN}", digest(f"../{TOKEN}")),
         "drive": ("extra.sources", f"C:/{TOKEN}", extra("sources", f"C:/{TOKEN}")),
+        "sizes-key": ("extra.sizes", f"/{TOKEN}", extra("sizes", {f"/{TOKEN}": 1})),
     }[kind]
 
 
 KINDS = ["dotdot-extra", "absolute-extra", "percent-dots", "backslash-index", "nul-checksums", "dotdot-shard",
-         "digest-key", "drive"]
+         "digest-key", "drive", "sizes-key"]
 
 
 def _rewrite(directory: Path, change) -> None:
