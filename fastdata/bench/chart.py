@@ -20,6 +20,10 @@ FASTER, SLOWER, BASELINE, NEUTRAL = "#22aa77", "#d95f02", "#999999", "#6a8caf"
 """Bar colours: faster than the group's baseline, slower, the baseline itself, a row with no ratio."""
 
 
+CAP = 4
+"""Whisker cap half-width, points; the value label starts beyond it."""
+
+
 def colour(ratio: float | None, is_baseline: bool) -> str:
     """A bar's colour: by how it compares with its baseline, whoever's row it is."""
     if is_baseline:
@@ -51,7 +55,7 @@ def figure(shown: list[Any], notes: dict[str, str] | None = None) -> Any:
         high = [(r.high - r.median) if r.median is not None else 0.0 for r in rs]
         bars = ax.barh(range(len(rs)), values, xerr=[low, high],
                        color=[colour(r.ratio, r.ratio_text == "base") for r in rs],
-                       error_kw={"elinewidth": 0.8, "ecolor": "#333"})
+                       error_kw={"elinewidth": 0.8, "ecolor": "#333", "capsize": CAP, "capthick": 0.8})
         for bar, r in zip(bars, rs):
             if r.warnings:
                 bar.set_hatch("///")
@@ -64,8 +68,10 @@ def figure(shown: list[Any], notes: dict[str, str] | None = None) -> Any:
         if base is not None:
             ax.axvline(base.median, color="#444", linewidth=0.8, linestyle="--")
         for y, (r, value, up) in enumerate(zip(rs, values, high)):
-            labels.append((ax, ax.annotate(r.value_text, (value + up, y), xytext=(3, 0), textcoords="offset points",
-                                           va="center", fontsize=8)))
+            # clear of the whisker's cap; the white box keeps the base row's dashed line from crossing the text
+            labels.append((ax, ax.annotate(r.value_text, (value + up, y), xytext=(CAP + 4, 0),
+                                           textcoords="offset points", va="center", fontsize=8,
+                                           bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})))
         ax.set_xlim(0, max([v + u for v, u in zip(values, high)] + [1e-9]) * 1.05)
         ax.invert_yaxis()
         unit = rs[0].unit

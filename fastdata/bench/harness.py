@@ -122,10 +122,11 @@ def run_interleaved(
                 if hasattr(progress, "skip"):
                     progress.skip(v, warm)
                 continue
+            # train and eval rows share names: the group tells their lines apart
             if hasattr(progress, "begin"):
-                progress.begin(step, total, label, v, warm)
+                progress.begin(step, total, f"{label}, {v.group}", v, warm)
             elif progress:
-                progress(f"[{step}/{total}] {label}: {v.name}")
+                progress(f"[{step}/{total}] {label}, {v.group}: {v.name}")
             t0 = time.perf_counter()
             try:
                 rate, rss, others, window = _timed(v, warm)

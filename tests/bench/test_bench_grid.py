@@ -81,6 +81,32 @@ def test_the_chart_draws_exactly_the_table_rows():
         plt.close(fig)
 
 
+def test_whiskers_have_caps_and_end_before_their_value_labels():
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    fig = report.figure(_results())
+    try:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        checked = 0
+        for ax in (a for a in fig.axes if a.get_gid()):
+            from matplotlib.container import ErrorbarContainer
+
+            (whiskers,) = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]  # the bars' min-max
+            assert whiskers.has_xerr
+            _, caps, (lines,) = whiskers.lines
+            assert len(caps) == 2  # the min and the max end
+            for segment, text in zip(lines.get_segments(), ax.texts):
+                right = ax.transData.transform(segment[1])[0]  # the whisker's max end, in pixels
+                label = text.get_window_extent(renderer)
+                assert label.x0 > right + 2, (text.get_text(), label.x0, right)  # a gap: the cap is not under the text
+                checked += 1
+        assert checked == len(report.rows(_results()))
+    finally:
+        plt.close(fig)
+
+
 def test_the_chart_fails_the_check_when_it_leaves_a_row_out(monkeypatch):
     pytest.importorskip("matplotlib")
     import matplotlib.pyplot as plt
@@ -154,6 +180,28 @@ def test_the_harness_records_each_rounds_window():
 
     (r,) = run_interleaved([Variant("s", "g", sleepy)], rounds=2, warmup=1)
     assert len(r.rates) == 2 and len(r.seconds) == len(r.others) and all(0.04 < s < 1 for s in r.seconds)
+
+
+def test_progress_lines_name_the_group_so_train_and_eval_rows_differ():
+    lines: list[str] = []
+    same = [Variant("fastdata recordio, decode-aware", group, lambda: 1) for group in ("train", "eval")]
+    run_interleaved(same, rounds=1, warmup=0, progress=lines.append)
+    assert lines == ["[1/2] round 1/1, train: fastdata recordio, decode-aware",
+                     "[2/2] round 1/1, eval: fastdata recordio, decode-aware"]
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.labels: list[str] = []
+
+        def begin(self, step, total, label, variant, warm) -> None:
+            self.labels.append(label)
+
+        def end(self, variant, warm, seconds) -> None:
+            pass
+
+    bar = Recorder()
+    run_interleaved(same, rounds=1, warmup=1, progress=bar)
+    assert bar.labels == ["warm-up, train", "warm-up, eval", "round 1/1, train", "round 1/1, eval"]
 
 
 def test_progress_says_the_time_left_on_a_log_and_redraws_a_bar_on_a_terminal():
