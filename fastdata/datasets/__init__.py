@@ -6,7 +6,7 @@ Streaming (``IterableDataset``, exactly once per epoch across ranks and
 workers): :class:`FormatStream`. The per-format names (:class:`RecordIODataset`,
 :class:`TFRecordDataset`, :class:`LMDBDataset`, :class:`RecordIOStream`,
 :class:`TFRecordStream`) are the generic classes with the format fixed,
-made in :mod:`fastdata.datasets.named` from the format registry, which lists
+written out in :mod:`fastdata.datasets.named`; the format registry lists
 them. :func:`open_dataset` picks the class for a path.
 
 Names resolve lazily (PEP 562): importing this package imports no format.

@@ -197,14 +197,16 @@ class FormatStream(ShardSource, ShardStream):
 
 
 def _spelled_out(init: Any) -> inspect.Signature:
-    """``init``'s signature (less ``self``) with ``**source_keywords`` replaced
-    by :class:`ShardSource`'s keywords, so ``help()`` and ``inspect.signature``
+    """``init``'s signature with ``**source_keywords`` replaced by
+    :class:`ShardSource`'s keywords, so ``help()`` and ``inspect.signature``
     show every keyword the stream takes while the source lists them once."""
-    own = list(inspect.signature(init).parameters.values())[1:-1]
+    own = list(inspect.signature(init).parameters.values())[:-1]
     shared = [p for p in inspect.signature(ShardSource.__init__).parameters.values() if p.kind is p.KEYWORD_ONLY]
     var = [p for p in inspect.signature(ShardSource.__init__).parameters.values() if p.kind is p.VAR_KEYWORD]
     positional = [p for p in own if p.kind is not p.KEYWORD_ONLY]
     return inspect.Signature(positional + shared + [p for p in own if p.kind is p.KEYWORD_ONLY] + var)
 
 
-FormatStream.__signature__ = _spelled_out(FormatStream.__init__)  # type: ignore[attr-defined]
+# On __init__, not the class: a subclass that writes its own __init__ (the
+# per-format streams of fastdata.datasets.named) is then signed by it.
+FormatStream.__init__.__signature__ = _spelled_out(FormatStream.__init__)  # type: ignore[attr-defined]

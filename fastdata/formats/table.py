@@ -15,7 +15,8 @@ from typing import Any
 from ..errors import ConfigError
 
 # name: (package, public map-style class name, public streaming class name).
-# The class names become the per-format classes of fastdata.datasets.named.
+# The class names are those of the per-format classes written in fastdata.datasets.named
+# (tests/datasets/test_named_classes.py holds the two equal).
 _TABLE: dict[str, tuple[str, str | None, str | None]] = {
     "lmdb": ("fastdata.formats.lmdb", "LMDBDataset", None),
     "recordio": ("fastdata.formats.recordio", "RecordIODataset", "RecordIOStream"),
