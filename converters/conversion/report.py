@@ -15,6 +15,11 @@ from ..units import format_bytes
 SHOW_IGNORED = 10  # ignored files listed by name in the summary; the rest are counted
 
 
+def _seconds(seconds: float) -> str:
+    """A run's length with two significant figures below 10 s: a small folder takes 0.05 s, not "0.0 s"."""
+    return f"{seconds:#.2g} s" if seconds < 9.95 else f"{seconds:.0f} s"  # 9.96 would print "10."
+
+
 class Progress:
     """A tqdm bar on stderr with images/s and MB/s; silent when ``enabled`` is
     False or stderr is not a terminal. Call it as ``progress(images, nbytes)``."""
@@ -112,7 +117,8 @@ class Summary:
         if this_run is not None:
             rate = this_run.images / seconds if seconds > 0 else 0.0
             mbs = this_run.bytes_in / seconds / 1e6 if seconds > 0 else 0.0
-            out.append(f"  this run: {this_run.images} images in {seconds:.1f} s ({rate:.1f} images/s, {mbs:.1f} MB/s)")
+            out.append(f"  this run: {this_run.images} images in {_seconds(seconds)} ({rate:.1f} images/s, "
+                       f"{mbs:.1f} MB/s)")
         if self.per_split:
             out.append("  splits: " + ", ".join(f"{k} {v}" for k, v in self.per_split.items()))
         if self.per_class:
@@ -121,16 +127,18 @@ class Summary:
             out.append(f"  per class: {text}" + (f", ... ({len(shown)} classes)" if len(shown) > 20 else ""))
         if self.normalised_images:
             reasons = ", ".join(f"{k} {v}" for k, v in sorted(self.normalised.items()))
-            out.append(f"  normalised: {self.normalised_images} image(s) re-encoded as RGB JPEG ({reasons})")
+            marked = ", then given restart markers" if self.restart_markers else ""
+            out.append(f"  normalised: {self.normalised_images} image(s) re-encoded as RGB JPEG ({reasons}){marked}")
         elif self.restart_markers:
             out.append("  normalised: none (no image needed re-encoding)")
         else:
             out.append("  normalised: none (every image stored byte for byte)")
         if self.restart_markers:
-            kept = self.images - self.restart_marked
+            kept = self.images - self.restart_marked - self.normalised_images
             out.append(
                 f"  restart markers: {self.restart_marked} JPEG(s) rewritten losslessly (same pixels)"
-                + (f"; {kept} stored as they are (not baseline JPEGs)" if kept else "")
+                + (f"; {self.normalised_images} re-encoded (above)" if self.normalised_images else "")
+                + (f"; {kept} stored as they are (not baseline JPEGs)" if kept > 0 else "")
             )
         if self.ignored:
             kinds = Counter(reason.split(" (")[0] if not reason.startswith("extension") else "other extensions" for _, reason in self.ignored)

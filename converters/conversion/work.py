@@ -211,7 +211,9 @@ def _samples(job: ShardJob, items: list[SourceItem], ids: list[int], record: Sha
             record.per_label[label] += 1
         if img.reasons:
             normalised = [r for r in img.reasons if r != RESTART_REASON]
-            if len(normalised) < len(img.reasons):
+            # a lossless rewrite keeps the source's pixels; a re-encoded image (a PNG,
+            # a CMYK JPEG) is counted as normalised, with or without markers
+            if len(normalised) < len(img.reasons) and not normalised:
                 record.restart_marked += 1
             if normalised:
                 record.normalised_images += 1
