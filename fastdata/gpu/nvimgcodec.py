@@ -115,33 +115,35 @@ class NvImageCodecDecoder:
                 f"nvjpeg_hw_decoder:preallocate_width_hint={max(1, width)} "
                 f"nvjpeg_hw_decoder:preallocate_height_hint={max(1, height)}")
 
-    def _decoder(self, device: torch.device, sizes: list[tuple[int, int]]) -> Any:
+    def _decoder(self, device: torch.device, streams: list[Any], sizes: list[tuple[int, int]] | None) -> Any:
         """This thread's decoder for ``device``, made on first use with the
-        pre-allocation of the batch it first sees."""
+        pre-allocation of the batch it first sees (``sizes``, or the streams' own)."""
         codec, local = self._codec, self._local
         decoders = local.__dict__.setdefault("decoders", {})
         index = -1 if self.cpu or device.type != "cuda" else int(device.index or 0)
         if index not in decoders:
-            size = self.size_hint or (int(statistics.median(h for h, _ in sizes)), int(statistics.median(w for _, w in sizes)))
+            size = self.size_hint or _median(sizes if sizes is not None else _sizes(streams))
             part = -(-self.batch_hint // self.threads)
             device_id = codec.NVIMGCODEC_DEVICE_CPU_ONLY if self.cpu else index
             decoders[index] = codec.Decoder(device_id=device_id, backends=self.backends(),
                                             options="" if self.cpu else self.options(part, size))
         return decoders[index]
 
-    def _streams(self, encoded: list[torch.Tensor], regions: list[Any] | None) -> tuple[list[Any], list[tuple[int, int]]]:
+    def _stream(self, data: torch.Tensor, region: tuple[int, int, int, int] | None) -> Any:
+        """The code stream of one image (its window with ``region``), or None where nvImageCodec refuses it."""
         codec = self._codec
-        streams = [codec.CodeStream(t.numpy()) for t in encoded]
-        if regions is None or not self.roi:
-            return streams, [(int(s.height), int(s.width)) for s in streams]
-        out = []
-        for stream, (top, left, rows, cols) in zip(streams, regions):
-            out.append(stream.get_sub_code_stream(region=codec.Region(int(top), int(left), int(top + rows), int(left + cols))))
-        return out, [(int(rows), int(cols)) for _, _, rows, cols in regions]
+        try:
+            stream = codec.CodeStream(data.numpy())
+            if region is None:
+                return stream
+            top, left, rows, cols = (int(v) for v in region)
+            return stream.get_sub_code_stream(region=codec.Region(top, left, top + rows, left + cols))
+        except Exception:  # noqa: BLE001 - nvImageCodec's parse errors are RuntimeErrors; the image goes to the CPU
+            return None
 
-    def _part(self, streams: list[Any], sizes: list[tuple[int, int]], device: torch.device) -> tuple[list[Any], Any]:
+    def _part(self, streams: list[Any], sizes: list[tuple[int, int]] | None, device: torch.device) -> tuple[list[Any], Any]:
         """One thread's part: decoded on this thread's decoder, and the event after it (CUDA)."""
-        decoder = self._decoder(device, sizes)
+        decoder = self._decoder(device, streams, sizes)
         if self.cpu or device.type != "cuda":
             return decoder.decode(streams, params=self.params), None
         with torch.cuda.device(device):  # pragma: no cover - needs CUDA from here on
@@ -165,22 +167,47 @@ class NvImageCodecDecoder:
         """One image per input, None where nvImageCodec could not decode it;
         with ``regions`` (``(top, left, rows, cols)`` each, and ``roi``) only those pixels."""
         device = torch.device(device)
-        streams, sizes = self._streams(encoded, regions)
+        windows = regions if regions is not None and self.roi else None
+        every = [self._stream(t, windows[i] if windows is not None else None) for i, t in enumerate(encoded)]
+        kept = [i for i, s in enumerate(every) if s is not None]
+        streams = [every[i] for i in kept]
+        sizes = [(int(windows[i][2]), int(windows[i][3])) for i in kept] if windows is not None else None
         if device.type == "cuda" and self.guard and not self.cpu:  # pragma: no cover - needs CUDA
             torch.cuda.current_stream(device).synchronize()
         step = -(-len(streams) // self.threads) if streams else 1
         cuts = [(a, min(a + step, len(streams))) for a in range(0, len(streams), step)]
         if len(cuts) <= 1:
-            parts = [self._part(streams, sizes, device)]
+            parts = [self._part(streams, sizes, device)] if streams else []
         else:
             pool = self._executor()
-            parts = [f.result() for f in [pool.submit(self._part, streams[a:b], sizes[a:b], device) for a, b in cuts]]
-        images: list[Any] = []
+            parts = [f.result() for f in [pool.submit(self._part, streams[a:b], sizes[a:b] if sizes else None, device)
+                                          for a, b in cuts]]
+        decoded: list[Any] = []
         for part, done in parts:
             if done is not None:  # pragma: no cover - needs CUDA
                 torch.cuda.current_stream(device).wait_event(done)
-            images.extend(part)
-        return [None if im is None else _tensor(im, device, self.cpu) for im in images]
+            decoded.extend(part)
+        images: list[torch.Tensor | None] = [None] * len(encoded)
+        for i, im in zip(kept, decoded):
+            images[i] = None if im is None else _tensor(im, device, self.cpu)
+        return images
+
+
+def _sizes(streams: list[Any]) -> list[tuple[int, int]]:
+    out = []
+    for stream in streams:
+        try:
+            out.append((int(stream.height), int(stream.width)))
+        except Exception:  # noqa: BLE001 - a header nvImageCodec cannot read: no hint from it
+            continue
+    return out
+
+
+def _median(sizes: list[tuple[int, int]]) -> tuple[int, int]:
+    """The median ``(height, width)``; 224 x 224 with nothing to go on."""
+    if not sizes:
+        return 224, 224
+    return int(statistics.median(h for h, _ in sizes)), int(statistics.median(w for _, w in sizes))
 
 
 def _tensor(image: Any, device: torch.device, host: bool) -> torch.Tensor:
