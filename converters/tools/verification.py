@@ -62,6 +62,13 @@ class Findings:
         self.records = 0
         self.shards = 0
         self.unread = 0  # damaged manifests: the shards they list were not read
+        self.listed = 0  # records the manifests list (a bare shard lists none)
+
+    def counted(self, checked: str) -> str:
+        """``35 of the 36 records listed in 1 shard(s) read``: what was read beside what should have been."""
+        if self.listed and self.listed != self.records:
+            return f"{self.records} of the {self.listed} records listed in {self.shards} shard(s) {checked}"
+        return f"{self.records} records in {self.shards} shard(s) {checked}"
 
     def problem(self, where: str | os.PathLike[str], message: str) -> None:
         """Print ``PROBLEM where: message``; a message that starts by naming
@@ -114,12 +121,12 @@ def run(
         unread = f"; {findings.unread} damaged manifest(s): their shards were not read" if findings.unread else ""
         print(
             f"fastdata verify: {path}: {findings.problems} problem(s) found "
-            f"({findings.records} records in {findings.shards} shard(s) {checked}{unread})",
+            f"({findings.counted(checked)}{unread})",
             file=stdout,
         )
         return 1
     if not findings.quiet:
-        print(f"fastdata verify: {path}: OK, {findings.records} records in {findings.shards} shard(s) {checked}", file=stdout)
+        print(f"fastdata verify: {path}: OK, {findings.counted(checked)}", file=stdout)
     return 0
 
 
@@ -167,6 +174,7 @@ def _verify_dataset(target: Target, findings: Findings) -> None:
             )
         sources.append(ShardSource(directory / info.file, opener))
     findings.shards += len(m.shards)
+    findings.listed += starts[-1]
     own_checks = {m.extra.get("sources"), m.extra.get("dali_index")}  # their absence is reported below
     source_files = SourceFiles(m.sources_file(directory))
     for name in m.extra_files():
