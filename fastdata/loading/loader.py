@@ -178,7 +178,8 @@ class Loader:
 
         Raises:
             ConfigError: a malformed state, or one of another dataset (length,
-                shards), seed, kind (stream or map-style), shuffle_buffer,
+                shards), seed (training only: an eval pass reads in order
+                whatever the seed), kind (stream or map-style), shuffle_buffer,
                 train or seeding; the message names the field.
         """
         saved = LoaderState.from_dict(state)

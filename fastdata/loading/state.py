@@ -81,8 +81,14 @@ class LoaderState:
 
     def check_compatible(self, current: LoaderState) -> None:
         """Raise ConfigError naming the settings that differ from ``current``'s
-        (the rest of the epoch would not be the samples the saved job left)."""
+        (the rest of the epoch would not be the samples the saved job left).
+        An eval state (``train=False`` in both) loads under another seed: its
+        order does not depend on it."""
         diffs = [name for name in _FIXES if getattr(self, name) != getattr(current, name)]
+        if not self.train and not current.train:
+            # an eval pass reads every sample once, in order, whatever the seed: the rest of
+            # the epoch is the same samples (only a random eval transform's draws would differ)
+            diffs = [name for name in diffs if name != "seed"]
         if diffs:
             name, saved = diffs[0], getattr(self, diffs[0])
             also = f"; also differ: {', '.join(diffs[1:])}" if diffs[1:] else ""

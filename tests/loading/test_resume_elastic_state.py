@@ -137,3 +137,20 @@ def test_after_a_resumed_epoch_the_next_follows_the_new_set_up_from_its_start(re
         resumed.load_state_dict(state)
         fresh.set_epoch(1)
         assert [indices(x) for x, _ in resumed] == [indices(x) for x, _ in fresh]
+
+
+def test_an_eval_state_loads_under_another_seed_and_reads_the_rest_once(records):
+    # eval reads every sample once, in order: the seed does not change which samples are left
+    def eval_loader(seed: int):
+        return make_loader(IndexImages(N), 4, seed=seed, train=False, workers=0)
+
+    saving = eval_loader(3)
+    batches = iter(saving)
+    first = [int(t) for _ in range(2) for t in next(batches)[1]]
+    state = saving.state_dict()
+    resumed = eval_loader(7)
+    resumed.load_state_dict(state)
+    rest = [int(t) for _, targets in resumed for t in targets]
+    assert sorted(first + rest) == list(range(N)) and not set(first) & set(rest)
+    with pytest.raises(ConfigError, match="^cannot resume: seed: saved 3"):  # training still refuses
+        make_loader(IndexImages(N), 4, seed=4, workers=0).load_state_dict(_mid_epoch("map", records))
