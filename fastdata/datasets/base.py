@@ -15,6 +15,7 @@ import numpy as np
 import torch.utils.data
 
 from ..errors import DecodeError, FastDataError, FormatError
+from ..formats import registry
 from ..order.generators import SampleKey, sample_scope
 from ..transforms.planning import Planner, planner_of
 from .imaging import Transform, build_item, is_decode_aware, normalize_label
@@ -190,11 +191,19 @@ class ShardLabels:
     shards: ShardSet
     _classes: list[str] | None
     _targets: np.ndarray | None
+    _names_tried = False
 
     @property
     def classes(self) -> list[str]:
-        """Class names; ``classes[t]`` names target ``t``. Files without names
-        get ``str(t)`` for ``t`` in ``0..max(targets)`` (one pass over labels)."""
+        """Class names; ``classes[t]`` names target ``t``. Unless given or in
+        the manifest, what the format finds in the shards (its ``class_names``
+        hook: im2rec's ``.lst``, TFRecord's ``image/class/text``), tried once;
+        else ``str(t)`` for ``t`` in ``0..max(targets)`` (one pass over labels)."""
+        if self._classes is None and not self._names_tried:
+            self._names_tried = True
+            hook = registry.get(self.shards.format).class_names
+            if hook is not None:
+                self._classes = hook([self.shards.reader(k) for k in range(len(self.shards.paths))])
         if self._classes is None:
             targets = self.targets
             if targets.dtype.kind != "i":

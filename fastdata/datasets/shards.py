@@ -8,7 +8,7 @@ Samples are ``(image, target)``; see :mod:`fastdata.datasets.imaging` for what
 
 The per-format names (``RecordIODataset``, ``TFRecordDataset``,
 ``LMDBDataset``) are the generic class with the format fixed and the format's
-options as keywords, made from the registry in :mod:`fastdata.datasets.named`.
+options as keywords, written out in :mod:`fastdata.datasets.named`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from ..errors import ConfigError
 from ..formats import Detected, registry
 from ..remote import hooks as remote_hooks
-from .base import SampleSettings, ShardDataset, ShardLabels
+from .base import SampleSettings, ShardDataset
 from .imaging import Transform
 from .shardset import ShardSet
 from .sources import PathArg, first_path, resolve
@@ -90,16 +90,12 @@ def open_shards(path: PathArg, format_name: str | None, options: dict[str, Any])
     return ShardSet(format_name, paths, open_options), None
 
 
-class ShardSource(ShardLabels, SampleSettings):
+class ShardSource(SampleSettings):
     """What the generic dataset and stream share (not public API): the
     constructor that opens the shards of one format with the keywords both
-    take (:class:`FormatDataset` documents them), the format's name, and
-    ``classes`` of foreign shards from the format's ``class_names`` hook
-    (im2rec's ``.lst``, TFRecord's ``image/class/text``), tried once on first
-    use, else ``str(label)``."""
+    take (:class:`FormatDataset` documents them), and the format's name."""
 
     fixed_format: ClassVar[str | None] = None
-    _names_tried = False
 
     def __init__(
         self,
@@ -118,15 +114,6 @@ class ShardSource(ShardLabels, SampleSettings):
         names = classes if classes is not None else found
         self._classes = list(names) if names is not None else None
         self._targets = None
-
-    @property
-    def classes(self) -> list[str]:
-        if self._classes is None and not self._names_tried:
-            self._names_tried = True
-            hook = registry.get(self.shards.format).class_names
-            if hook is not None:
-                self._classes = hook([self.shards.reader(k) for k in range(len(self.shards.paths))])
-        return ShardLabels.classes.fget(self)  # type: ignore[attr-defined]
 
     @property
     def format(self) -> str:
