@@ -93,7 +93,7 @@ class NvImageCodecDecoder:
         self.batch_hint, self.size_hint = int(batch_hint), size_hint
         self.params = codec.DecodeParams(color_spec=codec.ColorSpec.SRGB, apply_exif_orientation=False)
         self._local = threading.local()  # this thread's decoder (and CUDA stream), by device index
-        self._pool: ThreadPoolExecutor | None = None
+        self._pools: list[ThreadPoolExecutor] = []  # one thread each: part i always runs on thread i
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -156,11 +156,12 @@ class NvImageCodecDecoder:
             done.record(stream)
             return images, done
 
-    def _executor(self) -> ThreadPoolExecutor:
+    def _executors(self) -> list[ThreadPoolExecutor]:
         with self._lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="fastdata-nvimgcodec")
-            return self._pool
+            if not self._pools:
+                self._pools = [ThreadPoolExecutor(1, thread_name_prefix=f"fastdata-nvimgcodec-{i}")
+                               for i in range(self.threads)]
+            return self._pools
 
     def decode(self, encoded: list[torch.Tensor], device: torch.device,
                regions: list[tuple[int, int, int, int]] | None = None) -> list[torch.Tensor | None]:
@@ -176,12 +177,9 @@ class NvImageCodecDecoder:
             torch.cuda.current_stream(device).synchronize()
         step = -(-len(streams) // self.threads) if streams else 1
         cuts = [(a, min(a + step, len(streams))) for a in range(0, len(streams), step)]
-        if len(cuts) <= 1:
-            parts = [self._part(streams, sizes, device)] if streams else []
-        else:
-            pool = self._executor()
-            parts = [f.result() for f in [pool.submit(self._part, streams[a:b], sizes[a:b] if sizes else None, device)
-                                          for a, b in cuts]]
+        pools = self._executors() if cuts else []
+        parts = [f.result() for f in [pool.submit(self._part, streams[a:b], sizes[a:b] if sizes else None, device)
+                                      for pool, (a, b) in zip(pools, cuts)]]
         decoded: list[Any] = []
         for part, done in parts:
             if done is not None:  # pragma: no cover - needs CUDA
