@@ -176,3 +176,24 @@ def test_the_soak_script_runs(tmp_path):
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     summary = __import__("json").loads(out.read_text())
     assert summary["epochs"] == 2 and summary["failures"] == 0 and summary["samples_per_epoch"] > 0
+
+
+def test_a_stream_with_two_workers_stops_within_its_budget(nginx, published, tmp_path):
+    """Streams read ahead in a thread of each worker: the thread, the worker
+    and the other worker share one budget for a shard, as map-style does."""
+    budget = 5.0
+    policy = RetryPolicy(total_seconds=budget, first_delay=0.25, max_delay=1.0, timeout=1.0)
+    directory = localize(published, cache_dir=tmp_path, retry=policy)
+    stream = fastdata.open_dataset(directory, streaming=True, decode=False)
+    loader = fastdata.make_loader(stream, 4, train=False, workers=fastdata.Workers(num=2, kind="processes"),
+                                  collate_fn=lambda batch: batch)
+    nginx.stop()
+    try:
+        start = time.monotonic()
+        with pytest.raises(RemoteError, match="still failing"):
+            for _ in loader:
+                pass
+        elapsed = time.monotonic() - start
+    finally:
+        nginx.start()
+    assert elapsed <= 1.5 * budget + 2.0, f"stopped after {elapsed:.1f} s, budget {budget:g} s (+2 s to start 2 workers)"
