@@ -6,15 +6,19 @@ blocks run in the same folder, which holds real data under the names the
 snippets use (see ``readmekit.make_workspace``). Only lines marked
 ``# needs CUDA`` are skipped, and only without a GPU.
 
-The two set-up commands are not run here (they install packages and run the
-whole suite or the full benchmark): instead they are checked against
-``.ci/run`` and ``pyproject.toml`` so that they cannot drift apart.
+The install line and the two set-up commands are not run here (they install
+packages, and run the whole suite or the full benchmark): instead they are
+checked against ``.ci/run`` and ``pyproject.toml`` so that they cannot drift
+apart, and the README is checked to install before anything uses fastdata, so
+that a reader going top to bottom has it installed when the first command runs.
+The extras table is checked against ``pyproject.toml``'s extras.
 """
 
 from __future__ import annotations
 
 import gc
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -26,8 +30,10 @@ import torch
 from readmekit import NEEDS_CUDA, README, ROOT, Block, blocks, make_workspace, shell_script, without_cuda_lines
 
 SETUP_SECTION = "Set-up: two commands"
-ALL = blocks(README.read_text(encoding="utf-8"))
-RUNNABLE = [b for b in ALL if b.lang in ("python", "bash") and b.section != SETUP_SECTION]
+INSTALL_SECTION = "Install"
+TEXT = README.read_text(encoding="utf-8")
+ALL = blocks(TEXT)
+RUNNABLE = [b for b in ALL if b.lang in ("python", "bash") and b.section not in (SETUP_SECTION, INSTALL_SECTION)]
 CUDA = torch.cuda.is_available()
 
 # Shortened for the test's time budget; each must appear exactly once, so an
@@ -133,17 +139,42 @@ def test_test_command_is_the_one_ci_runs():
     assert ci_pytest[0][: len(pytest_args)] == pytest_args, f".ci/run: {ci_pytest[0]}, README: {pytest_args}"
 
 
-def test_main_job_installs_extras_that_exist_with_the_same_torch_pin():
+def _install_command() -> list[str]:
+    install = [b for b in ALL if b.section == INSTALL_SECTION]
+    assert [b.lang for b in install] == ["bash"], "the Install section should hold one bash block"
+    return shlex.split(install[0].code)
+
+
+def _extras() -> dict[str, list[str]]:
     import tomllib
 
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+
+
+def test_the_readme_opens_with_a_plain_install_before_anything_uses_fastdata():
+    install = _install_command()
+    assert install[:2] == ["pip", "install"] and "&&" not in install, f"a plain install, nothing run after it: {install}"
+    first = ALL[0]
+    assert first.section == INSTALL_SECTION, f"README.md:{first.line} ({first.section}) comes before the install"
+    uses = [b for b in ALL if re.search(r"(^|\s)(fastdata|python -m fastdata)\s|import fastdata|from fastdata", b.code)
+            and b.section not in (INSTALL_SECTION, SETUP_SECTION)]
+    assert uses and min(b.line for b in uses) > first.line
+    headings = [line[3:] for line in TEXT.splitlines() if line.startswith("## ")]
+    assert headings[:2] == [INSTALL_SECTION, "Quick start"], headings[:3]
+
+
+def test_main_job_installs_extras_that_exist_with_the_same_torch_pin():
     main, test = _setup_commands()
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
-    for command in (main, test):
+    install = _install_command()
+    extras = _extras()
+    for command in (main, test, install):
         spec = next(w for w in _after(command, ["pip", "install"]) if w.startswith(".["))
         missing = set(spec[2:-1].split(",")) - set(extras)
         assert not missing, f"README installs {spec}; pyproject.toml has no extra {missing}"
-    pins = [[w for w in _after(c, ["pip", "install"]) if w.startswith("torch")] for c in (main, test)]
-    assert pins[0] == pins[1] and len(pins[0]) == 1, pins
+    pins = [[w for w in _after(c, ["pip", "install"]) if w.startswith("torch")] for c in (main, test, install)]
+    assert pins[0] == pins[1] == pins[2] and len(pins[0]) == 1, pins
+    # the same pin as the text that explains it
+    assert f"`{pins[0][0]}`" in TEXT, f"the README should explain the {pins[0][0]} pin"
     assert main[-2:] == ["fastdata", "bench"], f"the main job should end by running the benchmark: {main}"
 
 
@@ -163,3 +194,17 @@ def test_shell_lines_marked_per_machine_run_once_per_rank(tmp_path):
     failing = shell_script("false\necho not reached > out.txt\n")
     assert subprocess.run(["bash", "-c", failing], cwd=tmp_path).returncode != 0
     assert not (tmp_path / "out.txt").exists()
+
+
+def test_the_extras_table_names_what_each_extra_installs():
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `([a-z]+)` \|.*$", TEXT, re.M)}
+    for extra, requirements in _extras().items():
+        row = rows.get(extra) or next((r for r in rows.values() if f"`{extra}`" in r), None)
+        assert row is not None, f"README's extras table has no row for {extra!r}"
+        for requirement in requirements:
+            name = re.split(r"[<>=;\[ ]", requirement)[0]
+            if name == "fastdata":  # another extra: named as such
+                for other in requirement[requirement.index("[") + 1 : requirement.index("]")].split(","):
+                    assert f"`{other}`" in row, f"the {extra!r} row should say it includes {other!r}: {row}"
+            else:
+                assert name.lower() in row.lower(), f"the {extra!r} row does not name {name!r}: {row}"
