@@ -29,11 +29,11 @@ Results: a table on stdout and JSON (``--json``), with the machine and versions.
     python benchmarks/convert_scaling.py [--src DIR] [--copies 16] [--rounds 3] [--json out.json]
     python benchmarks/convert_scaling.py --quick     # a check that it runs: 16 photos, 1 round, plain and w1
 
-Without ``--src`` it builds DIR from ``--photos`` (default
-``../shared/data/photos/hymenoptera/train`` beside the checkout, when there is
-one; otherwise ``--generate`` photo-like JPEGs made with Pillow, as ``fastdata
-bench`` makes its default set), every JPEG hard-linked ``--copies`` times
-(3,904 files for hymenoptera's 244 and 16), under ``--scratch``. It runs from
+Without ``--src`` it builds DIR from ``--photos`` (an ImageFolder of JPEGs, e.g.
+``../shared/data/photos/hymenoptera/train``, the photos RESULTS.md's figures were
+measured on; default: ``--generate`` photo-like JPEGs made with Pillow, as
+``fastdata bench`` makes its default set), every JPEG hard-linked ``--copies``
+times (3,904 files for hymenoptera's 244 and 16), under ``--scratch``. It runs from
 any directory: the commands it times run in ``--scratch``, so a checkout in the
 current directory cannot shadow the installed fastdata.
 """
@@ -54,53 +54,29 @@ import time
 import zlib
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-DEFAULT_PHOTOS = HERE.parent.parent / "shared" / "data" / "photos" / "hymenoptera" / "train"
-
-# The plain loop, run as its own process (python -c) so that its start-up counts like the CLI's.
+# The plain loop (fastdata.bench.plain_recordio, loaded by its path: its package's imports would be start-up
+# the plain loop does not have), run as its own process (python -c) so that its start-up counts like the CLI's.
 PLAIN = r"""
-import os, struct, sys
-src, out = sys.argv[1], sys.argv[2]
-MAGIC = 0xCED7230A
-MAGIC_BYTES = MAGIC.to_bytes(4, "little")
-IR = struct.Struct("<IfQQ")
-HEAD = struct.Struct("<II")
+import importlib.util, os, sys
+spec = importlib.util.spec_from_file_location("plain_recordio", sys.argv[1])
+plain = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(plain)
+src, out = sys.argv[2], sys.argv[3]
 classes = sorted(d for d in os.listdir(src) if os.path.isdir(os.path.join(src, d)))
 files = []
 for label, c in enumerate(classes):
     for root, _, names in sorted(os.walk(os.path.join(src, c))):
         files += [(os.path.join(root, n), label) for n in sorted(names) if n.lower().endswith((".jpg", ".jpeg"))]
 os.makedirs(out, exist_ok=True)
-parts_n = int(sys.argv[3]) if len(sys.argv) > 3 else 1  # plain2: the same loop in 2 forked processes, half each
+parts_n = int(sys.argv[4]) if len(sys.argv) > 4 else 1  # plain2: the same loop in 2 forked processes, half each
 me = 0
 for me in range(1, parts_n):
     if os.fork() == 0:
         break
 else:
     me = 0
-share = len(files) * me // parts_n, len(files) * (me + 1) // parts_n
-pos = 0
-with open(os.path.join(out, f"data{me}.rec"), "wb", buffering=1 << 20) as rec, open(os.path.join(out, f"data{me}.idx"), "w") as idx:
-    for key, (path, label) in enumerate(files[share[0]:share[1]], share[0]):
-        with open(path, "rb") as f:
-            data = IR.pack(0, float(label), key, 0) + f.read()
-        n = len(data)
-        if data.find(MAGIC_BYTES) >= 0:  # im2rec splits records at aligned magic words: rare, done simply here
-            parts = []
-            start = 0
-            p = data.find(MAGIC_BYTES)
-            while p >= 0:
-                if p % 4 == 0:
-                    parts.append(data[start:p]); start = p + 4
-                p = data.find(MAGIC_BYTES, p + 1)
-            parts.append(data[start:])
-        else:
-            parts = [data]
-        idx.write(f"{key}\t{pos}\n")
-        for i, part in enumerate(parts):
-            flag = 0 if len(parts) == 1 else (1 if i == 0 else (3 if i == len(parts) - 1 else 2))
-            pad = (-len(part)) % 4
-            pos += rec.write(HEAD.pack(MAGIC, (flag << 29) | len(part)) + part + b"\0" * pad)
+lo, hi = len(files) * me // parts_n, len(files) * (me + 1) // parts_n
+plain.write(files[lo:hi], os.path.join(out, f"data{me}.rec"), os.path.join(out, f"data{me}.idx"), first_key=lo)
 if me:
     os._exit(0)
 for _ in range(1, parts_n):
@@ -166,20 +142,24 @@ def need_fastdata() -> None:
         raise SystemExit(f"convert_scaling: cannot import fastdata.converters ({exc}); {IMPORT_FIX}") from None
 
 
+def plain_loop_file() -> str:
+    """The file of the plain loop the ``plain`` variants run (the installed fastdata's)."""
+    import fastdata.bench.plain_recordio
+
+    return fastdata.bench.plain_recordio.__file__
+
+
 def photos_dir(args: argparse.Namespace) -> Path:
-    """The photos to copy: ``--photos``, the default when it exists, else ``--generate`` generated ones."""
+    """The photos to copy: ``--photos``, else ``--generate`` generated ones."""
     if args.photos is not None:
         if not args.photos.is_dir():
             raise SystemExit(f"convert_scaling: --photos {args.photos}: no such folder; give an ImageFolder of JPEGs "
                              "(class folders of .jpg files), or leave --photos out to generate photos")
         return args.photos.resolve()
-    if DEFAULT_PHOTOS.is_dir() and not args.quick:
-        return DEFAULT_PHOTOS
     from fastdata.bench.default_data import default_dataset  # photo-like JPEGs, made with Pillow
 
     generated = args.scratch / f"generated-{args.generate}"
-    why = "--quick" if args.quick else f"{DEFAULT_PHOTOS} is not there"
-    print(f"convert_scaling: {why}: using {args.generate} generated photos in {generated}", file=sys.stderr)
+    print(f"convert_scaling: no --photos: using {args.generate} generated photos in {generated}", file=sys.stderr)
     return default_dataset(args.generate, root=generated)
 
 
@@ -230,7 +210,7 @@ def run_once(key: str, src: Path, scratch: Path) -> tuple[float, dict[str, float
     cpu_file = scratch / "cpu.json"
     cpu_file.unlink(missing_ok=True)
     if flags is None:
-        cmd = [sys.executable, "-c", PLAIN, str(src), str(out), "2" if key == "plain2" else "1"]
+        cmd = [sys.executable, "-c", PLAIN, plain_loop_file(), str(src), str(out), "2" if key == "plain2" else "1"]
     else:
         cmd = [sys.executable, "-c", WRAPPED, "convert", str(src), str(out), "--format", "recordio",
                "--allow-skips", "--quiet", *flags]
@@ -257,10 +237,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--src", type=Path, help="ImageFolder of JPEGs (default: --photos x --copies)")
     p.add_argument("--photos", type=Path, default=None,
-                   help=f"ImageFolder of JPEGs to copy (default: {DEFAULT_PHOTOS} when it exists, else --generate "
-                        "generated photos)")
+                   help="ImageFolder of JPEGs to copy, e.g. ../shared/data/photos/hymenoptera/train "
+                        "(default: --generate generated photos)")
     p.add_argument("--generate", type=int, default=244, metavar="N",
-                   help="how many photos to generate when there is no --photos folder (default 244)")
+                   help="how many photos to generate without --photos (default 244, as many as hymenoptera's)")
     p.add_argument("--copies", type=int, default=16)
     p.add_argument("--scratch", type=Path, default=Path(tempfile.gettempdir()) / "fastdata-convert-scaling")
     p.add_argument("--rounds", type=int, default=3)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import struct
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +23,7 @@ import torch
 
 from ..formats import Manifest, Sample, registry
 from ..formats.dataset_writer import write_dataset
-from . import baselines
+from . import baselines, plain_recordio
 from .harness import Measured, Variant
 from .targets import decode_aware_row, decode_limit_row
 
@@ -355,8 +354,9 @@ def _conversions(s: Settings) -> list[Variant]:
         out = scratch / name
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
+        pairs = [(f, 0.0) for f in files]
         t0 = time.perf_counter()
-        _raw_recordio_append(files, out / "data.rec", out / "data.idx")
+        plain_recordio.write(pairs, out / "data.rec", out / "data.idx")
         dt = time.perf_counter() - t0
         shutil.rmtree(out, ignore_errors=True)  # thousands of images' copies: not kept
         return dt
@@ -446,34 +446,3 @@ def conversion_sources(src: str, where: Path, at_least: int) -> tuple[Path, Path
                 shutil.copyfile(f, target)
         (root / ".complete").write_text("ok\n")
     return big, tiny
-
-
-_MAGIC = (0xCED7230A).to_bytes(4, "little")
-_IR = struct.Struct("<IfQQ")  # flag, label, id, id2: MXNet's IRHeader
-_PART = struct.Struct("<II")  # magic, cflag << 29 | length
-
-
-def _raw_recordio_append(files: list[str], rec: Path, idx: Path) -> None:
-    """What im2rec --pass-through does, in plain Python: each file's bytes after an
-    IRHeader, framed as RecordIO (split at aligned magic words), plus the ``.idx``.
-    No checksums, no checks, no fsync: the floor a converter is compared with."""
-    pos = 0
-    with open(rec, "wb", buffering=1 << 20) as r, open(idx, "w", encoding="ascii") as x:
-        for key, path in enumerate(files):
-            with open(path, "rb") as f:
-                data = _IR.pack(0, 0.0, key, 0) + f.read()
-            cuts = [c for c in _find_all(data) if c % 4 == 0]
-            starts, ends = [0, *(c + 4 for c in cuts)], [*cuts, len(data)]
-            x.write(f"{key}\t{pos}\n")
-            for n, (a, b) in enumerate(zip(starts, ends)):
-                flag = 0 if not cuts else 1 if n == 0 else 3 if n == len(cuts) else 2
-                pad = b"\0" * (-(b - a) % 4)
-                pos += r.write(_PART.pack(0xCED7230A, flag << 29 | (b - a)) + data[a:b] + pad)
-
-
-def _find_all(data: bytes) -> list[int]:
-    found, at = [], data.find(_MAGIC)
-    while at >= 0:
-        found.append(at)
-        at = data.find(_MAGIC, at + 1)
-    return found
