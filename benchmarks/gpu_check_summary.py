@@ -9,11 +9,15 @@ Reads, from --parts (then --out) where present:
   pytest_stream.xml junit XML of the stream test run without its guard
   gpu_decode.json   benchmarks/gpu_train.py --decode-only --json
   gpu_train.json    benchmarks/gpu_train.py --json
+  gpu_train_cores8.json, gpu_train_cores4.json
+                    the same, pinned to 8 and 4 cores (--cores N): rows with core_budget N
   gpu_memory.json   benchmarks/gpu_train.py --memory-epochs N --json
   pytest_cuda.log   its last lines go into summary.txt
 
 and writes --out/gpu_check.json (device, date, versions, tests, decode_only,
-train, memory, parts, targets, raw) and --out/summary.txt, also printed. A
+train, memory, parts, targets, raw) and --out/summary.txt, also printed.
+``train`` holds the unpinned rows, then each core budget's; every row has
+``core_budget`` (null: unpinned) and ``cpu_share``. A
 missing or unreadable file gives nulls and empty lists, never an error.
 Standard library only.
 
@@ -32,9 +36,11 @@ import sys
 import xml.etree.ElementTree as ET
 from typing import Any
 
-PARTS = ("tests", "stream_test", "decode_only", "train", "memory", "profile")
-TRAIN_FEEDS = ("synthetic", "torchvision", "fastdata-cpu", "fastdata-cuda")
+PARTS = ("tests", "stream_test", "decode_only", "train", "core_budget", "memory", "profile")
+TRAIN_FEEDS = ("synthetic", "torchvision", "fastdata-cpu", "fastdata-cuda", "fastdata-hybrid")
+CORE_BUDGETS = (8, 4)
 PCT_TARGET, DECODE_TARGET, FLAT_WITHIN = 90.0, 10_000.0, 0.01
+HYBRID_PCT, HYBRID_PINNED_PCT, HYBRID_DECODE = 97.0, 95.0, 20_000.0  # issue 37: <= 4 workers; 8 cores; decode-only
 
 
 def find(name: str, dirs: list[str]) -> str | None:
@@ -141,7 +147,7 @@ def family(row: dict[str, Any]) -> str:
     if row.get("family"):
         return str(row["family"])
     name = str(row.get("feed", "")).split(":")[0]
-    for base in ("fastdata-cpu", "fastdata-cuda"):
+    for base in ("fastdata-cpu", "fastdata-cuda", "fastdata-hybrid"):
         if name.startswith(base):
             return base
     return name
@@ -173,11 +179,46 @@ def both(*values: bool | None) -> bool | None:
     return None if any(v is None for v in values) else True
 
 
+def best(rows: list[dict[str, Any]], feed: str, key: str = "pct_synthetic", workers: int | None = None,
+         budget: int | None = None) -> dict[str, Any] | None:
+    """The row of ``feed`` with the highest ``key`` in core budget ``budget``
+    (None: unpinned), with at most ``workers`` workers where given."""
+    fits = [r for r in rows if r["feed"] == feed and r.get("core_budget") == budget
+            and isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool)
+            and (workers is None or (isinstance(r.get("workers"), int) and r["workers"] <= workers))]
+    return max(fits, key=lambda r: r[key], default=None)
+
+
+def brief(row: dict[str, Any] | None, key: str = "pct_synthetic") -> dict[str, Any] | None:
+    if row is None:
+        return None
+    out = {"spec": row["spec"], key: row[key], "img_s": row["img_s"]}
+    if row.get("cpu_share") is not None:
+        out["cpu_share"] = row["cpu_share"]
+    return out
+
+
+def hybrid_targets(train: list[dict[str, Any]], decode: list[dict[str, Any]]) -> dict[str, Any]:
+    """Issue 37's figures: the hybrid unpinned with <= 4 workers, pinned to 8
+    cores (the CPU path's figure in the same budget beside it), decode-only."""
+    unpinned = best(train, "fastdata-hybrid", workers=4)
+    pinned = best(train, "fastdata-hybrid", budget=8)
+    decode_best = best(decode, "fastdata-hybrid", key="img_s")
+    return {
+        "hybrid_train_ge_97pct_synthetic_le_4_workers": None if unpinned is None else unpinned["pct_synthetic"] >= HYBRID_PCT,
+        "hybrid_train_best_le_4_workers": brief(unpinned),
+        "hybrid_train_ge_95pct_synthetic_8_cores": None if pinned is None else pinned["pct_synthetic"] >= HYBRID_PINNED_PCT,
+        "hybrid_train_best_8_cores": brief(pinned),
+        "cpu_train_best_8_cores": brief(best(train, "fastdata-cpu", budget=8)),
+        "cuda_train_best_8_cores": brief(best(train, "fastdata-cuda", budget=8)),
+        "hybrid_decode_only_ge_20000": None if decode_best is None else decode_best["img_s"] >= HYBRID_DECODE,
+        "hybrid_decode_only_best": brief(decode_best, "img_s"),
+    }
+
+
 def targets(train: list[dict[str, Any]], decode: list[dict[str, Any]], memory: dict[str, Any],
             tests: dict[str, Any]) -> dict[str, Any]:
-    cuda = [r for r in train if r["feed"] == "fastdata-cuda" and isinstance(r.get("workers"), int) and r["workers"] <= 4
-            and isinstance(r.get("pct_synthetic"), (int, float))]
-    best_cuda = max(cuda, key=lambda r: r["pct_synthetic"], default=None)
+    best_cuda = best(train, "fastdata-cuda", workers=4)
     timed = [r for r in decode if isinstance(r.get("img_s"), (int, float))]
     best_decode = max(timed, key=lambda r: r["img_s"], default=None)
     reserved = flat(memory["epochs_reserved_mib"])
@@ -192,6 +233,7 @@ def targets(train: list[dict[str, Any]], decode: list[dict[str, Any]], memory: d
         "memory_process_flat_after_epoch_2": process,
         "memory_flat_after_epoch_2": both(reserved, process),
         "stream_test_can_fail": tests["stream_test_fails_without_guard"],
+        **hybrid_targets(train, decode),
     }
 
 
@@ -238,8 +280,11 @@ def refine(parts: dict[str, dict[str, Any]], tests: dict[str, Any], stream: dict
         p["reason"] = {True: "without the guard the stream test failed, as it should",
                        False: "without the guard the stream test PASSED: it does not catch the hazard here",
                        None: "no unguarded stream test ran (all skipped or errors)"}[verdict]
-    for name in ("decode_only", "train", "memory"):
+    for name in ("decode_only", "train", "core_budget", "memory"):
         p, raw = parts[name], raws.get(name)
+        if name == "core_budget":  # one raw file per budget
+            budgets = raw if isinstance(raw, dict) else {}
+            raw = {"rows": [r for b in budgets.values() for r in rows_of(b)]}
         if p["status"] != "failed" or not isinstance(raw, dict):
             continue
         errors = [f"{r.get('feed')} ({r['error']})" for r in rows_of(raw) if r.get("error")]
@@ -254,7 +299,8 @@ def summarise(work: str, out: str, wall: float | None = None, budget: float | No
     parts = read_parts(find("parts.tsv", dirs))
     probe = read_json(find("probe.json", dirs))
     raws = {"decode_only": read_json(find("gpu_decode.json", dirs)), "train": read_json(find("gpu_train.json", dirs)),
-            "memory": read_json(find("gpu_memory.json", dirs))}
+            "memory": read_json(find("gpu_memory.json", dirs)),
+            "core_budget": {str(n): read_json(find(f"gpu_train_cores{n}.json", dirs)) for n in CORE_BUDGETS}}
 
     results = junit(find("pytest_cuda.xml", dirs))
     stream = junit(find("pytest_stream.xml", dirs))
@@ -268,8 +314,12 @@ def summarise(work: str, out: str, wall: float | None = None, budget: float | No
                   for name, outcome in stream["outcomes"].items()},
     }
 
-    decode = [row_out(r, ()) for r in rows_of(raws["decode_only"])]
-    train = [row_out(r, ("pct_synthetic",)) for r in rows_of(raws["train"]) if family(r) in TRAIN_FEEDS]
+    decode = [row_out(r, ("cpu_share",)) for r in rows_of(raws["decode_only"])]
+    train = [row_out(r, ("pct_synthetic", "core_budget", "cpu_share")) for r in rows_of(raws["train"])
+             if family(r) in TRAIN_FEEDS]
+    for n in CORE_BUDGETS:  # each pinned run's rows; core_budget as the row says (null where it could not pin)
+        train += [row_out(r, ("pct_synthetic", "core_budget", "cpu_share"))
+                  for r in rows_of(raws["core_budget"][str(n)]) if family(r) in TRAIN_FEEDS]
     mem_raw = raws["memory"] if isinstance(raws["memory"], dict) else {}
     memory = {
         "feed": mem_raw.get("feed"),
@@ -291,7 +341,8 @@ def summarise(work: str, out: str, wall: float | None = None, budget: float | No
         except OSError:
             pass
     device = probe.get("device") if isinstance(probe, dict) else None
-    device = device or next((r["versions"]["gpu"] for r in raws.values() if isinstance(r, dict)
+    device = device or next((r["versions"]["gpu"] for r in (raws["decode_only"], raws["train"], raws["memory"])
+                             if isinstance(r, dict)
                              and isinstance(r.get("versions"), dict) and r["versions"].get("gpu")), None)
     device = device or (smi.splitlines()[0].split(",")[0].strip() if smi else None)
     result = {
@@ -301,7 +352,7 @@ def summarise(work: str, out: str, wall: float | None = None, budget: float | No
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "wall_s": wall,
         "budget_s": budget,
-        "versions": versions(list(raws.values()), probe),
+        "versions": versions([raws["decode_only"], raws["train"], raws["memory"], *raws["core_budget"].values()], probe),
         "tests": tests,
         "decode_only": decode,
         "train": train,
@@ -354,12 +405,13 @@ def text(result: dict[str, Any], log: str | None = None) -> str:
     if not result["decode_only"]:
         add("  (none)")
     add("")
-    add("train ResNet-50 bf16 channels_last: img/s and % of synthetic")
-    add(f"  {'feed':<15}{'spec':<28}{'workers':>8}{'img/s':>10}{'% synth':>9}  note")
+    add("train ResNet-50 bf16 channels_last: img/s and % of synthetic (of the same core budget's synthetic row);")
+    add("cores: the whole process pinned to that many (- unpinned); share: samples the CPU cropped (the hybrid's settled share)")
+    add(f"  {'feed':<16}{'spec':<34}{'cores':>6}{'workers':>8}{'img/s':>10}{'% synth':>9}{'share':>7}  note")
     for r in result["train"]:
         note = r.get("error") or (f"skipped: {r['skipped']}" if r.get("skipped") else r.get("decoder", ""))
-        add(f"  {r['feed']:<15}{fmt(r['spec']):<28}{fmt(r['workers'], 'd'):>8}{fmt(r['img_s']):>10}"
-            f"{fmt(r['pct_synthetic']):>9}  {note}")
+        add(f"  {r['feed']:<16}{fmt(r['spec']):<34}{fmt(r.get('core_budget'), 'd'):>6}{fmt(r['workers'], 'd'):>8}"
+            f"{fmt(r['img_s']):>10}{fmt(r['pct_synthetic']):>9}{fmt(r.get('cpu_share'), '.2f'):>7}  {note}")
     if not result["train"]:
         add("  (none)")
     m = result["memory"]
@@ -385,6 +437,20 @@ def text(result: dict[str, Any], log: str | None = None) -> str:
         f" (reserved {fmt(g['memory_reserved_flat_after_epoch_2'], none='unknown')}, "
         f"process {fmt(g['memory_process_flat_after_epoch_2'], none='unknown')})")
     add(f"  the stream test can fail (unguarded): {fmt(g['stream_test_can_fail'], none='unknown')}")
+
+    def said(row: dict[str, Any] | None, key: str = "pct_synthetic") -> str:
+        if row is None:
+            return ""
+        share = f", share {row['cpu_share']:.2f}" if row.get("cpu_share") is not None else ""
+        return f" ({fmt(row[key])}{' %' if key == 'pct_synthetic' else ' img/s'}, {row['spec']}{share})"
+
+    add(f"  the hybrid >= {HYBRID_PCT:g} % of synthetic with <= 4 workers, unpinned: "
+        f"{fmt(g['hybrid_train_ge_97pct_synthetic_le_4_workers'], none='unknown')}{said(g['hybrid_train_best_le_4_workers'])}")
+    add(f"  the hybrid >= {HYBRID_PINNED_PCT:g} % of synthetic pinned to 8 cores: "
+        f"{fmt(g['hybrid_train_ge_95pct_synthetic_8_cores'], none='unknown')}{said(g['hybrid_train_best_8_cores'])}"
+        + (f"; decode='cpu' there{said(g['cpu_train_best_8_cores'])}" if g["cpu_train_best_8_cores"] else ""))
+    add(f"  the hybrid's decode-only >= {HYBRID_DECODE:,.0f} img/s: "
+        f"{fmt(g['hybrid_decode_only_ge_20000'], none='unknown')}{said(g['hybrid_decode_only_best'], 'img_s')}")
     if log and os.path.isfile(log):
         try:
             with open(log, errors="replace") as f:

@@ -15,9 +15,22 @@ A feed is ``name[:workers[:backend]]`` (workers default to --workers):
                                    BACKEND: auto, torchvision, nvimgcodec or cpu
                                    (decode=GPUDecode(backend=BACKEND))
   fastdata-cuda-threads / fastdata-cuda-processes[:N[:BACKEND]]   explicit kind
+  fastdata-hybrid[-threads|-processes][:N[:BACKEND]]
+                                   the hybrid: decode=GPUDecode(cpu_share="auto",
+                                   backend=BACKEND): the workers crop a share of each
+                                   batch on the CPU, the GPU decodes the rest, and a
+                                   controller settles the share (the row's cpu_share)
   dali[:N]                         DALI's GPU pipeline over RecordIO shards, N threads
 
-e.g. --feeds synthetic,torchvision:15,fastdata-cpu:8,fastdata-cuda-processes:2:nvimgcodec
+e.g. --feeds synthetic,torchvision:15,fastdata-cpu:8,fastdata-cuda-processes:2:nvimgcodec,fastdata-hybrid-processes:4
+
+--cores N pins the whole process, and so every worker it starts, to N of its
+cores (os.sched_setaffinity, before CUDA or any worker starts; torch's own
+threads to N): what one GPU of an 8-GPU node gets. Every row records
+core_budget (N, or null unpinned) and cpu_share (the share of the GPU
+decode's samples cropped on the CPU at the end of the timed steps: 0 for
+fastdata-cuda, the settled share for fastdata-hybrid, 1 for fastdata-cpu,
+null for the others).
 
 On CUDA a feed's untimed warm-up is at least 2 x its workers + 2 steps: the
 workers' first batches all land at once, and timing them would flatter a
@@ -61,7 +74,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PHOTOS = os.environ.get("FASTDATA_PHOTOS", os.path.join(HERE, "..", "..", "shared", "data", "photos", "hymenoptera"))
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 FEEDS = ("synthetic", "torchvision", "fastdata-cpu", "fastdata-cuda-threads", "fastdata-cuda-processes", "dali")
-FAMILIES = ("synthetic", "torchvision", "fastdata-cpu", "fastdata-cuda", "dali")
+FAMILIES = ("synthetic", "torchvision", "fastdata-cpu", "fastdata-cuda", "fastdata-hybrid", "dali")
+GPU_FAMILIES = ("fastdata-cuda", "fastdata-hybrid")  # decode on the GPU: they take a backend
+HYBRID_SETTLE = 16  # untimed steps before a hybrid feed is timed: its share settles within 12 batches
 KINDS = ("auto", "threads", "processes")
 BACKEND_NAMES = ("auto", "torchvision", "nvimgcodec", "cpu")
 
@@ -74,7 +89,7 @@ class FeedSpec:
     family: str  # one of FAMILIES
     kind: str | None  # the fastdata Workers kind; None for the others
     workers: int  # CPU workers (processes or threads); 0 for synthetic
-    backend: str | None  # fastdata-cuda's decoder ("auto" = decode="cuda"); "cpu" for fastdata-cpu; else None
+    backend: str | None  # fastdata-cuda/-hybrid's decoder ("auto": the first that proves itself); "cpu" for fastdata-cpu
 
 
 def parse_feed(text: str, default_workers: int) -> FeedSpec:
@@ -90,7 +105,7 @@ def parse_feed(text: str, default_workers: int) -> FeedSpec:
         raise ValueError(f"feed {spec!r}: expected name[:workers[:backend]]")
     name, count, backend = parts[0], parts[1] if len(parts) > 1 else "", parts[2] if len(parts) > 2 else ""
     family, kind = name, None
-    for base in ("fastdata-cpu", "fastdata-cuda"):
+    for base in ("fastdata-cpu", "fastdata-cuda", "fastdata-hybrid"):
         if name == base or name.startswith(base + "-"):
             family, kind = base, name[len(base) + 1:] or "auto"
             if kind not in KINDS:
@@ -108,9 +123,9 @@ def parse_feed(text: str, default_workers: int) -> FeedSpec:
             raise ValueError(f"feed {spec!r}: workers must be >= 0, got {workers}")
     else:
         workers = 0 if family == "synthetic" else int(default_workers)
-    if backend and family != "fastdata-cuda":
-        raise ValueError(f"feed {spec!r}: only fastdata-cuda takes a backend")
-    if family == "fastdata-cuda":
+    if backend and family not in GPU_FAMILIES:
+        raise ValueError(f"feed {spec!r}: only fastdata-cuda and fastdata-hybrid take a backend")
+    if family in GPU_FAMILIES:
         backend = backend or "auto"
         if backend not in BACKEND_NAMES:
             raise ValueError(f"feed {spec!r}: backend must be one of {BACKEND_NAMES}, got {backend!r}")
@@ -134,6 +149,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--memory-epochs", type=int, default=0, metavar="N",
                     help="instead: N epochs of the (one) feed, GPU memory after each")
     ap.add_argument("--epoch-batches", type=int, default=16, help="batches per epoch with --memory-epochs")
+    ap.add_argument("--cores", type=int, default=0, metavar="N",
+                    help="pin the whole process and its workers to N of its cores (0: unpinned)")
     ap.add_argument("--feed-timeout", type=float, default=0,
                     help="seconds one feed may take before it is recorded as an error and the next starts (0: none)")
     ap.add_argument("--json", help="write the results here")
@@ -232,11 +249,13 @@ def fastdata_loader(spec: FeedSpec, args: argparse.Namespace, device: torch.devi
     data = dataset(args.photos, train, samples)
     if spec.family == "fastdata-cpu":
         return make_loader(data, args.batch, workers=workers, prefetch=prefetch)
-    if spec.backend in (None, "auto"):
-        decode: Any = "cuda"
-    else:
-        from fastdata.gpu import GPUDecode
+    from fastdata.gpu import GPUDecode
 
+    if spec.family == "fastdata-hybrid":
+        decode: Any = GPUDecode(backend=spec.backend or "auto", cpu_share="auto")
+    elif spec.backend in (None, "auto"):
+        decode = "cuda"
+    else:
         decode = GPUDecode(backend=spec.backend)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the CPU fallback's notice, when there is no GPU
@@ -259,7 +278,7 @@ def feed(spec: FeedSpec, args: argparse.Namespace, device: torch.device, samples
     if spec.family == "synthetic":
         x = torch.randn(args.batch, 3, args.size, args.size, device=device).to(torch.bfloat16, memory_format=torch.channels_last)
         return Feed(itertools.repeat((x, torch.randint(0, 2, (args.batch,), device=device))))
-    if spec.family in ("fastdata-cpu", "fastdata-cuda"):
+    if spec.family in ("fastdata-cpu", *GPU_FAMILIES):
         loader = fastdata_loader(spec, args, device, samples)
         return Feed(endless(loader), loader, **loader_info(loader))
     if spec.family == "torchvision":
@@ -404,7 +423,7 @@ def memory_run(args: argparse.Namespace, spec: FeedSpec, device: torch.device) -
         "versions": versions(), "epochs": [], "epochs_reserved_mib": [], "epochs_process_mib": [],
         "epochs_device_used_mib": [], "process_mib_source": None,
     }
-    if spec.family not in ("fastdata-cpu", "fastdata-cuda"):
+    if spec.family not in ("fastdata-cpu", *GPU_FAMILIES):
         result["error"] = f"ValueError: --memory-epochs measures a fastdata feed, not {spec.spec!r}"
         return result, True
     loader = None
@@ -458,8 +477,34 @@ def memory_run(args: argparse.Namespace, spec: FeedSpec, device: torch.device) -
         release(device)
 
 
+def pin_cores(count: int) -> list[int] | None:
+    """Pin this process (and what it starts later) to ``count`` of its
+    allowed cores, the lowest-numbered, and torch's threads to as many; the
+    cores, or None where it cannot (no sched_setaffinity, fewer cores)."""
+    if count <= 0 or not hasattr(os, "sched_setaffinity"):
+        return None
+    allowed = sorted(os.sched_getaffinity(0))
+    if count > len(allowed):
+        print(f"gpu_train: --cores {count}: only {len(allowed)} cores here; unpinned", file=sys.stderr)
+        return None
+    cores = allowed[:count]
+    os.sched_setaffinity(0, cores)
+    torch.set_num_threads(count)
+    return cores
+
+
+def cpu_share(spec: FeedSpec, loader: Any) -> float | None:
+    """The share of the GPU decode's samples the CPU took (see the module docstring)."""
+    if spec.family == "fastdata-cpu":
+        return 1.0
+    stats = getattr(loader, "stats", None)
+    share = stats().cpu_share if callable(stats) else None
+    return round(share, 4) if share is not None else None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    cores = pin_cores(args.cores)  # first: CUDA's and the workers' threads inherit the mask
     cuda = torch.cuda.is_available()
     device = torch.device("cuda" if cuda else "cpu")
     if not cuda:  # keep CI's run short: a tiny model, small batches, a few steps
@@ -498,13 +543,16 @@ def main(argv: list[str] | None = None) -> int:
     samples = (max([args.warmup] + [2 * s.workers + 2 for s in specs if isinstance(s, FeedSpec)]) + args.steps + 2) * args.batch
     step = (lambda x, y: None) if args.decode_only else model_and_step(args.model, device, 2)
     rows: list[dict[str, Any]] = []
-    result = {"mode": mode, "device": str(device), "args": vars(args), "versions": versions(), "rows": rows}
+    budget = len(cores) if cores else None
+    result = {"mode": mode, "device": str(device), "args": vars(args), "versions": versions(), "rows": rows,
+              "core_budget": budget, "cores": cores}
     for spec in specs:
         if not isinstance(spec, FeedSpec):
             rows.append({"feed": spec[0], "error": spec[1]})
             continue
         row: dict[str, Any] = {"feed": spec.spec, "family": spec.family, "kind": spec.kind, "workers": spec.workers,
-                               "backend": spec.backend, "img_s": None, "pct_synthetic": None}
+                               "backend": spec.backend, "img_s": None, "pct_synthetic": None, "core_budget": budget,
+                               "cpu_share": None}
         rows.append(row)
         batches: Feed | str | None = None
         try:
@@ -518,10 +566,16 @@ def main(argv: list[str] | None = None) -> int:
                     torch.cuda.reset_peak_memory_stats()
                 # the workers' first round lands at once (workers x prefetch batches): past it before timing
                 row["warmup"] = max(args.warmup, 2 * spec.workers + 2) if spec.workers and cuda else args.warmup
+                if spec.family == "fastdata-hybrid" and cuda:  # the share settles first (tests/gpu: within 12 batches)
+                    row["warmup"] = max(row["warmup"], HYBRID_SETTLE)
                 stage = getattr(batches.loader, "prefetcher", None)
                 if hasattr(stage, "times"):
                     stage.times.clear()  # the stage's host time per batch over the timed steps alone
                 row["img_s"] = round(timed(batches, step, row["warmup"], args.steps, args.batch, device), 1)
+                row["cpu_share"] = cpu_share(spec, batches.loader)
+                controller = getattr(stage, "controller", None)
+                if controller is not None and controller.target is not None:  # where it was heading
+                    row["share_target"] = round(controller.target, 4)
                 if hasattr(stage, "stage_times"):
                     row["stage_ms"] = stage.stage_times()
                     print(f"gpu_train: {spec.spec}: stage thread, host ms per batch: {row['stage_ms']}")
@@ -545,8 +599,9 @@ def main(argv: list[str] | None = None) -> int:
                 if base and r.get("img_s"):
                     r["pct_synthetic"] = round(100 * r["img_s"] / base, 1)
             write_json(args.json, result)
-    print(f"\n{mode}, batch {args.batch}, {args.size}px, {args.steps} timed steps, {device}")
-    print(f"{'feed':<40}{'img/s':>10}{'% synth':>9}{'workers':>9}{'peak MB':>9}  decoder / workers chosen")
+    pinned = f", pinned to {budget} cores {cores}" if budget else ""
+    print(f"\n{mode}, batch {args.batch}, {args.size}px, {args.steps} timed steps, {device}{pinned}")
+    print(f"{'feed':<40}{'img/s':>10}{'% synth':>9}{'workers':>9}{'peak MB':>9}{'share':>7}  decoder / workers chosen")
     for r in rows:
         if "error" in r:
             print(f"{r['feed']:<40}  ERROR: {r['error']}")
@@ -555,7 +610,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             pct = r["pct_synthetic"] if r["pct_synthetic"] is not None else float("nan")
             chosen = " / ".join(str(r[k]) for k in ("decoder", "workers_chosen") if r.get(k))
-            print(f"{r['feed']:<40}{r['img_s']:>10,.1f}{pct:>9.1f}{r['workers']:>9}{r.get('gpu_peak_mb', 0):>9}  {chosen}")
+            share = "-" if r.get("cpu_share") is None else f"{r['cpu_share']:.2f}"
+            print(f"{r['feed']:<40}{r['img_s']:>10,.1f}{pct:>9.1f}{r['workers']:>9}{r.get('gpu_peak_mb', 0):>9}{share:>7}  {chosen}")
     write_json(args.json, result)
     failed = [r["feed"] for r in rows if "error" in r]
     if failed:

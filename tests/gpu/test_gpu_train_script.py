@@ -58,6 +58,8 @@ def test_help():
     ("fastdata-cuda-processes:2:nvimgcodec", ("fastdata-cuda", "processes", 2, "nvimgcodec")),
     ("fastdata-cuda-threads:0:torchvision", ("fastdata-cuda", "threads", 0, "torchvision")),
     ("fastdata-cuda::cpu", ("fastdata-cuda", "auto", 3, "cpu")),
+    ("fastdata-hybrid", ("fastdata-hybrid", "auto", 3, "auto")),
+    ("fastdata-hybrid-processes:7:torchvision", ("fastdata-hybrid", "processes", 7, "torchvision")),
     (" dali:6 ", ("dali", None, 6, None)),
 ])
 def test_feed_specs_parse(gpu_train, text, expected):
@@ -70,8 +72,9 @@ def test_feed_specs_parse(gpu_train, text, expected):
     ("synthetic:4", "takes no workers"),
     ("fastdata-cpu:x", "must be an integer"),
     ("fastdata-cpu:-1", ">= 0"),
-    ("fastdata-cpu:1:nvimgcodec", "only fastdata-cuda takes a backend"),
-    ("torchvision:4:torchvision", "only fastdata-cuda takes a backend"),
+    ("fastdata-cpu:1:nvimgcodec", "only fastdata-cuda and fastdata-hybrid take a backend"),
+    ("torchvision:4:torchvision", "only fastdata-cuda and fastdata-hybrid take a backend"),
+    ("fastdata-hybrid:2:nvjpeg", "backend must be one of"),
     ("fastdata-cuda:2:nvjpeg", "backend must be one of"),
     ("fastdata-cuda-fibers:2", "worker kind must be one of"),
     ("pillow:2", "unknown name"),
@@ -87,7 +90,7 @@ def test_bad_feed_specs_say_why(gpu_train, text, message):
 @no_cuda
 def test_tiny_cpu_run_writes_a_table_and_json(tmp_path, shared_data):
     out = tmp_path / "gpu_train.json"
-    feeds = "synthetic,fastdata-cpu:1,fastdata-cuda-threads,fastdata-cuda-processes:1:nvimgcodec,dali"
+    feeds = "synthetic,fastdata-cpu:1,fastdata-cuda-threads,fastdata-cuda-processes:1:nvimgcodec,fastdata-hybrid-threads:2,dali"
     done = subprocess.run(
         [sys.executable, str(SCRIPT), str(shared_data / "photos" / "hymenoptera" / "train"), "--feeds", feeds,
          "--steps", "2", "--json", str(out)],
@@ -110,6 +113,28 @@ def test_tiny_cpu_run_writes_a_table_and_json(tmp_path, shared_data):
     assert rows["fastdata-cpu:1"]["pct_synthetic"] == round(100 * rows["fastdata-cpu:1"]["img_s"] / rows["synthetic"]["img_s"], 1)
     assert "skipped" in rows["dali"]
     assert result["versions"]["torch"] == torch.__version__
+    # every row says its core budget (unpinned here) and the share the CPU took, where one applies
+    assert result["core_budget"] is None and all(r["core_budget"] is None for r in result["rows"])
+    shares = {name: rows[name]["cpu_share"] for name in rows}
+    assert shares["synthetic"] is None and shares["fastdata-cpu:1"] == 1.0 and shares["fastdata-cuda-threads"] == 0.0
+    assert 0.05 <= shares["fastdata-hybrid-threads:2"] <= 0.95 and rows["fastdata-hybrid-threads:2"]["img_s"] > 0
+
+
+@no_cuda
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs os.sched_setaffinity")
+def test_cores_pins_the_process_and_its_workers_and_every_row_says_so(gpu_train, tmp_path, shared_data, monkeypatch):
+    pinned: list = []
+    monkeypatch.setattr(gpu_train.os, "sched_setaffinity", lambda pid, cores: pinned.append(list(cores)))
+    monkeypatch.setattr(gpu_train.torch, "set_num_threads", lambda n: pinned.append(n))
+    allowed = sorted(os.sched_getaffinity(0))
+    out = tmp_path / "pinned.json"
+    rc = gpu_train.main([str(shared_data / "photos" / "hymenoptera" / "train"), "--cores", "1", "--steps", "2",
+                         "--json", str(out), "--feeds", "synthetic,fastdata-hybrid-threads:1"])
+    assert rc == 0 and pinned == [allowed[:1], 1]  # before anything started: workers inherit the mask
+    result = json.loads(out.read_text())
+    assert result["core_budget"] == 1 and result["cores"] == allowed[:1]
+    assert [r["core_budget"] for r in result["rows"]] == [1, 1]
+    assert gpu_train.pin_cores(len(allowed) + 1) is None  # more cores than there are: unpinned, said on stderr
 
 
 @no_cuda
@@ -245,8 +270,10 @@ def test_summary_of_fabricated_parts_computes_the_targets(tmp_path):
         ("fastdata-cuda", "nvimgcodec", 2, None), ("fastdata-cpu", "cpu", 4, 2100.0)]
     assert [r["feed"] for r in result["train"]] == ["synthetic", "torchvision", "fastdata-cpu", "fastdata-cuda",
                                                     "fastdata-cuda", "fastdata-cuda"]  # no dali
+    # rows of a gpu_train.py from before core budgets: the new keys are there, null
     assert result["train"][4] == {"feed": "fastdata-cuda", "spec": "fastdata-cuda-processes:4", "workers": 4,
-                                  "backend": "auto", "img_s": 2670.0, "pct_synthetic": 89.0}
+                                  "backend": "auto", "img_s": 2670.0, "pct_synthetic": 89.0, "core_budget": None,
+                                  "cpu_share": None}
     assert result["memory"]["epochs_reserved_mib"] == [1024, 2048, 2050, 2068, 2060]
     g = result["targets"]
     assert g["cuda_train_ge_90pct_synthetic_le_4_workers"] is False  # 89 % with 4; the 99 % took 8 workers
@@ -264,6 +291,53 @@ def test_summary_of_fabricated_parts_computes_the_targets(tmp_path):
     assert result["raw"]["train"]["rows"][-1]["feed"] == "dali"
     assert "best decode-only >= 10,000 img/s: NO (9,999.9, fastdata-cuda-processes:4:torchvision)" in summary
     assert "MissingDependencyError: no nvimgcodec" in summary and "1 failed, 3 passed, 1 skipped" in summary
+
+
+def add_hybrid(work: Path) -> None:
+    """Fabricated hybrid rows and the two core budgets' runs, beside fabricate()'s parts
+    (the figures are made up to exercise the summariser, not measured)."""
+    train = json.loads((work / "gpu_train.json").read_text())
+    train["rows"] += [
+        {"feed": "fastdata-hybrid-processes:4", "family": "fastdata-hybrid", "kind": "processes", "workers": 4,
+         "backend": "auto", "img_s": 2940.0, "pct_synthetic": 98.0, "core_budget": None, "cpu_share": 0.41},
+        {"feed": "fastdata-hybrid-processes:8", "family": "fastdata-hybrid", "kind": "processes", "workers": 8,
+         "backend": "auto", "img_s": 2990.0, "pct_synthetic": 99.7, "core_budget": None, "cpu_share": 0.55}]
+    (work / "gpu_train.json").write_text(json.dumps(train))
+    decode = json.loads((work / "gpu_decode.json").read_text())
+    decode["rows"].append({"feed": "fastdata-hybrid-processes:8", "family": "fastdata-hybrid", "kind": "processes",
+                           "workers": 8, "backend": "auto", "img_s": 19000.0, "pct_synthetic": None, "cpu_share": 0.5})
+    (work / "gpu_decode.json").write_text(json.dumps(decode))
+    for n, (cpu, hybrid, share) in {8: (2100.0, 2830.0, 0.33), 4: (1200.0, 2500.0, 0.12)}.items():
+        rows = [
+            {"feed": "synthetic", "family": "synthetic", "workers": 0, "img_s": 2980.0, "pct_synthetic": 100.0,
+             "core_budget": n, "cpu_share": None},
+            {"feed": f"fastdata-cpu:{n - 1}", "family": "fastdata-cpu", "kind": "auto", "workers": n - 1, "backend": "cpu",
+             "img_s": cpu, "pct_synthetic": round(100 * cpu / 2980.0, 1), "core_budget": n, "cpu_share": 1.0},
+            {"feed": f"fastdata-hybrid-processes:{n - 1}", "family": "fastdata-hybrid", "kind": "processes",
+             "workers": n - 1, "backend": "auto", "img_s": hybrid, "pct_synthetic": round(100 * hybrid / 2980.0, 1),
+             "core_budget": n, "cpu_share": share}]
+        (work / f"gpu_train_cores{n}.json").write_text(json.dumps({"mode": "train", "core_budget": n, "rows": rows}))
+    (work / "parts.tsv").write_text((work / "parts.tsv").read_text() + "core_budget\tok\t70.2\t0\t130\t\n")
+
+
+def test_summary_of_fabricated_hybrid_and_core_budget_rows(tmp_path):
+    work, out = fabricate(tmp_path, 9999.9, [1024, 2048, 2048, 2048, 2048], [1200, 1500, 1500, 1500, 1500])
+    add_hybrid(work)
+    result, summary = run_summary(work, out)
+    budgets = [(r["spec"], r["core_budget"], r["cpu_share"]) for r in result["train"] if r["core_budget"] is not None]
+    assert budgets == [("synthetic", 8, None), ("fastdata-cpu:7", 8, 1.0), ("fastdata-hybrid-processes:7", 8, 0.33),
+                       ("synthetic", 4, None), ("fastdata-cpu:3", 4, 1.0), ("fastdata-hybrid-processes:3", 4, 0.12)]
+    g = result["targets"]
+    assert g["hybrid_train_ge_97pct_synthetic_le_4_workers"] is True  # 98.0 % with 4; the 99.7 % took 8
+    assert g["hybrid_train_best_le_4_workers"] == {"spec": "fastdata-hybrid-processes:4", "pct_synthetic": 98.0,
+                                                   "img_s": 2940.0, "cpu_share": 0.41}
+    assert g["hybrid_train_ge_95pct_synthetic_8_cores"] is True and g["hybrid_train_best_8_cores"]["pct_synthetic"] == 95.0
+    assert g["cpu_train_best_8_cores"]["spec"] == "fastdata-cpu:7" and g["cuda_train_best_8_cores"] is None
+    assert g["hybrid_decode_only_ge_20000"] is False and g["hybrid_decode_only_best"]["img_s"] == 19000.0
+    assert g["cuda_train_ge_90pct_synthetic_le_4_workers"] is False  # the older targets are kept as they were
+    assert result["parts"]["core_budget"]["status"] == "ok" and set(result["raw"]["core_budget"]) == {"8", "4"}
+    assert "pinned to 8 cores: yes (95.0 %, fastdata-hybrid-processes:7, share 0.33); decode='cpu' there (70.5 %" in summary
+    assert "decode-only >= 20,000 img/s: NO (19,000.0 img/s, fastdata-hybrid-processes:8, share 0.50)" in summary
 
 
 def test_summary_targets_met(tmp_path):
@@ -302,7 +376,7 @@ def test_gpu_check_without_cuda_skips_the_gpu_parts_and_exits_0(tmp_path):
     result = json.loads((out / "gpu_check.json").read_text())
     parts = result["parts"]
     assert parts["tests"]["status"] == "ok" and parts["tests"]["limit_s"] == 150
-    for name in ("stream_test", "decode_only", "train", "memory"):
+    for name in ("stream_test", "decode_only", "train", "core_budget", "memory"):
         assert parts[name]["status"] == "skipped" and "no CUDA device" in parts[name]["reason"]
         assert f"gpu_check: {name}: skipped: no CUDA device" in done.stdout
     assert result["tests"]["passed"] == 0 and result["tests"]["skipped"] > 0 and result["tests"]["failed"] == 0
@@ -325,11 +399,16 @@ def test_gpu_check_forced_runs_every_part_on_the_cpu(tmp_path, shared_data):
     assert [(r["backend"], r["spec"]) for r in result["decode_only"]] == [
         ("torchvision", "fastdata-cuda-processes:2:torchvision"), ("torchvision", "fastdata-cuda-processes:4:torchvision"),
         ("torchvision", "fastdata-cuda-processes:8:torchvision"), ("nvimgcodec", "fastdata-cuda-processes:2:nvimgcodec"), ("nvimgcodec", "fastdata-cuda-processes:4:nvimgcodec"),
-        ("cpu", "fastdata-cpu:4")]
+        ("auto", "fastdata-hybrid-processes:4"), ("auto", "fastdata-hybrid-processes:8"),
+        ("torchvision", "fastdata-hybrid-processes:8:torchvision"), ("cpu", "fastdata-cpu:4")]
     assert all(r["img_s"] > 0 for r in result["decode_only"])
     assert [r["spec"] for r in result["train"]] == [
         "synthetic", "torchvision:15", "fastdata-cpu:4", "fastdata-cpu:8", "fastdata-cpu:15",
-        "fastdata-cuda-processes:2", "fastdata-cuda-processes:4"]
+        "fastdata-cuda-processes:2", "fastdata-cuda-processes:4", "fastdata-hybrid-processes:2",
+        "fastdata-hybrid-processes:4",
+        # the core budgets' runs, 8 then 4 (on this machine's cores, where it has them)
+        "synthetic", "fastdata-cpu:7", "fastdata-cuda-processes:4", "fastdata-hybrid-processes:7",
+        "synthetic", "fastdata-cpu:3", "fastdata-cuda-processes:3", "fastdata-hybrid-processes:3"]
     assert all(r["img_s"] > 0 for r in result["train"] if r["feed"] != "torchvision" or "skipped" not in r)
     assert len(result["memory"]["epochs_reserved_mib"]) == 3  # 5 epochs, capped to 3 on the CPU
     assert result["tests"]["stream_test_fails_without_guard"] is None  # the stream test skips without CUDA
