@@ -173,9 +173,11 @@ def _add_convert(sub) -> None:
     g.add_argument("--workers", type=int, default=None, metavar="N", help="worker processes (default: all usable CPUs)")
     g.add_argument("--num-nodes", type=int, default=None, metavar="N", help="machines sharing OUT (default $WORLD_SIZE or 1)")
     g.add_argument("--node-rank", type=int, default=None, metavar="R", help="this machine's rank (default $RANK or 0)")
+    g.add_argument("--engine", choices=("ray", "spark"), default=None,
+                   help="write the shards as tasks of a Ray cluster (RAY_ADDRESS, else a local one) or of Spark (the "
+                        "active session; spark-submit's master), --workers at a time (default: the cluster's CPUs); "
+                        "OUT must be a folder every node sees. Same bytes as without it")
     g.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary")
-    # Test-only: sleep this long per image so a test can kill a run mid-way (see pack.RunOptions).
-    g.add_argument("--test-delay", type=float, default=0.0, help=argparse.SUPPRESS)
     # Test-only: cut shards into pieces this small (see converters/conversion/tail.py), so tiny test data exercises the joins.
     g.add_argument("--test-min-piece", type=int, default=None, help=argparse.SUPPRESS)
     p.set_defaults(handler=_run_convert)
@@ -214,6 +216,13 @@ def _run_convert(args: argparse.Namespace) -> int:
     from .planning.scan import DEFAULT_EXTENSIONS, normalize_extensions
     from .workers.parallel import available_cpus
 
+    workers = args.workers
+    if args.engine is not None:
+        from .workers.engines import connect
+
+        if (args.num_nodes or 1) > 1:
+            raise ConfigError("--engine spreads the shards over the engine's cluster: leave out --num-nodes")
+        workers = workers if workers is not None else connect(args.engine)
     if args.list_file is not None:
         if len(args.paths) != 1:
             raise ConfigError("with --list FILE give only OUT (the images are found under --root)")
@@ -242,11 +251,11 @@ def _run_convert(args: argparse.Namespace) -> int:
         out=out,
         options=options,
         run=RunOptions(
-            workers=args.workers if args.workers is not None else available_cpus(),
+            workers=workers if workers is not None else available_cpus(),
             on_error=args.on_error,
-            test_delay=args.test_delay,
             verify_decode=args.verify_decode,
             fsync=args.fsync,
+            engine=args.engine,
             **({"min_piece_bytes": args.test_min_piece} if args.test_min_piece is not None else {}),
         ),
         src=src,

@@ -243,12 +243,18 @@ class SpawnPool:
             self._queue.close()
 
 
-def worker_pool(workers: int, init: Callable[..., None], *, report: bool = False, args: tuple = ()) -> Pool:
+def worker_pool(workers: int, init: Callable[..., None], *, report: bool = False, args: tuple = (),
+                engine: str | None = None) -> Pool:
     """A pool of ``workers`` processes that each run ``init(channel, *args)`` once
     (``channel``: the progress channel when ``report``, else None): a
     :class:`.forkpool.ForkPool` while this process may fork (see
-    :func:`start_method`), else a :class:`SpawnPool`.
+    :func:`start_method`), else a :class:`SpawnPool`; with ``engine`` (``"ray"``,
+    ``"spark"``), that engine's tasks (:func:`.engines.engine_pool`).
     Forked workers inherit ``args`` as they are; spawned ones get a pickled copy each."""
+    if engine is not None:
+        from .engines import engine_pool
+
+        return engine_pool(engine, workers, init, report=report, args=args)
     if start_method() == "fork":
         from .forkpool import ForkPool
 

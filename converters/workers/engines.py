@@ -1,0 +1,70 @@
+"""The cluster engines a conversion's shard jobs may run on (``fastdata convert --engine``).
+
+An engine is a :class:`.pool.Pool` whose workers are the engine's tasks
+(:class:`.raypool.RayPool`, :class:`.sparkpool.SparkPool`); the plan, the
+shard jobs, the records and the manifest stay as they are, so the output is
+byte for byte that of ``fastdata convert`` on one machine. Neither engine
+is imported until it is asked for: they are the extras ``fastdata[ray]`` and
+``fastdata[spark]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastdata.errors import ConfigError
+
+from .pool import Pool
+
+#: The engines ``--engine`` accepts.
+ENGINES = ("ray", "spark")
+
+
+def connect(engine: str) -> int:
+    """Join the engine's cluster (or start a local one) and return its CPUs.
+
+    Ray: ``ray.init()``, which joins the cluster named by ``RAY_ADDRESS`` (set
+    by ``ray start`` and Ray's job submission) or starts one on this machine.
+    Spark: the active ``SparkSession``, else a new one (``spark-submit`` gives
+    it its master; alone it is ``local[*]``); its CPUs are
+    ``defaultParallelism``.
+
+    Raises:
+        ConfigError: an unknown engine, or its extra is not installed.
+    """
+    if engine == "ray":
+        ray = _need("ray", "ray")
+        if not ray.is_initialized():
+            ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+        return max(1, int(ray.cluster_resources().get("CPU", 1)))
+    if engine == "spark":
+        _need("pyspark", "spark")
+        from pyspark.sql import SparkSession
+
+        session = SparkSession.getActiveSession() or SparkSession.builder.appName("fastdata convert").getOrCreate()
+        return max(1, session.sparkContext.defaultParallelism)
+    raise ConfigError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+
+
+def engine_pool(engine: str, workers: int, init: Callable[..., None], *, report: bool = False,
+                args: tuple = ()) -> Pool:
+    """A pool of at most ``workers`` tasks of ``engine`` at a time, each worker
+    process running ``init(None, *args)`` once (see :func:`connect` for how it
+    finds its cluster)."""
+    connect(engine)
+    if engine == "ray":
+        from .raypool import RayPool
+
+        return RayPool(workers, init, report=report, args=args)
+    from .sparkpool import SparkPool
+
+    return SparkPool(workers, init, report=report, args=args)
+
+
+def _need(module: str, extra: str):
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ConfigError(f"--engine {extra} needs {module}: pip install 'fastdata[{extra}]'") from None

@@ -1,0 +1,111 @@
+"""A :class:`.pool.Pool` whose workers are Spark tasks (``fastdata convert --engine spark``).
+
+Each shard job is a one-task Spark job, started from a driver thread of its
+own (Spark runs the jobs of several threads at once, one task per free
+executor core); the plan's shard table is broadcast once and each Python
+worker runs the pool's ``init`` once for it (:func:`.attempts.run_task`).
+Spark retries a failed task (``spark.task.maxFailures``; in local mode give
+it as ``local[N,F]``) and may run a slow one twice (speculation); each
+attempt writes under a folder of its own (:mod:`.attempts`), so neither
+leaves a duplicate or half-written file. A job that still fails raises
+:class:`.pool.WorkerDied`, and ``fastdata convert`` stops without a manifest.
+
+The output folder must be one every executor sees at the same path.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from .attempts import job_folder, remove_attempts, run_task
+from .pool import Outcome, WorkerDied
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+
+def _spark_task(cwd: str, init: Callable[..., None], table: Any, fn: Callable[..., Any], args: tuple) -> tuple[bool, Any]:
+    return run_task(cwd, init, f"spark-{table.id}", lambda: table.value, fn, args)
+
+
+class SparkPool:
+    """Shard jobs as Spark tasks of the active ``SparkSession`` (see
+    :func:`.engines.connect`); at most ``workers`` at a time.
+
+    ``report`` is accepted for the protocol's sake: :meth:`reports` gives nothing.
+    """
+
+    def __init__(self, workers: int, init: Callable[..., None], *, report: bool = False, args: tuple = ()) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from pyspark.sql import SparkSession
+
+        session = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+        self._sc = session.sparkContext
+        self._group = f"fastdata-{uuid.uuid4().hex}"
+        self._workers = workers
+        self._init = init
+        self._table = self._sc.broadcast(args)
+        self._cwd = os.getcwd()
+        self._threads = ThreadPoolExecutor(workers, thread_name_prefix="fastdata-spark")
+        self._futures: dict[Future, int] = {}
+        self._submitted: dict[int, float] = {}
+        self._folders: set[str] = set()
+        self._tokens = itertools.count()
+
+    def _run(self, fn: Callable[..., Any], args: tuple) -> tuple[bool, Any]:
+        self._sc.setJobGroup(self._group, "fastdata convert: one shard", interruptOnCancel=True)
+        cwd, init, table = self._cwd, self._init, self._table
+        rdd = self._sc.parallelize([0], 1)
+        return rdd.map(lambda _: _spark_task(cwd, init, table, fn, args)).collect()[0]
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> int:
+        token = next(self._tokens)
+        folder = job_folder(args)
+        if folder is not None:
+            self._folders.add(folder)
+        self._futures[self._threads.submit(self._run, fn, args)] = token
+        self._submitted[token] = time.monotonic()
+        return token
+
+    def idle(self) -> int:
+        return max(0, self._workers - len(self._futures))
+
+    def started(self, token: int) -> float | None:
+        return self._submitted.get(token)
+
+    def completed(self, timeout: float | None = None) -> list[tuple[int, Outcome]]:
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        if not self._futures:
+            return []
+        finished, _ = wait(self._futures, timeout=timeout, return_when=FIRST_COMPLETED)
+        done = []
+        for future in finished:
+            token = self._futures.pop(future)
+            seconds = time.monotonic() - self._submitted.pop(token)
+            error = future.exception()
+            if error is not None:  # the job failed spark.task.maxFailures times: a worker or executor died
+                raise WorkerDied(f"a Spark task failed on every attempt: {str(error).splitlines()[0][:500]}")
+            ok, value = future.result()
+            done.append((token, Outcome(value, seconds=seconds) if ok else Outcome(error=value, seconds=seconds)))
+        return done
+
+    def reports(self) -> Iterator[Any]:
+        return iter(())
+
+    def __enter__(self) -> SparkPool:
+        return self
+
+    def __exit__(self, kind: object, *exc: object) -> None:
+        if kind is not None:
+            self._sc.cancelJobGroup(self._group)
+        self._threads.shutdown(wait=True, cancel_futures=kind is not None)
+        self._futures.clear()
+        self._table.unpersist()
+        remove_attempts(self._folders)

@@ -1,0 +1,135 @@
+"""A fastdata dataset as a Ray Data ``Dataset``: :func:`read_shards`.
+
+So that a Ray cluster's CPU-only nodes can decode and crop for GPU nodes, a
+read task builds each sample exactly as a loader does: ``dataset[key]``
+under the sample's key ``(index, seed, epoch)``, whose generator
+(:func:`fastdata.order.seeds.sample_generator`, made current by
+:class:`fastdata.order.KeyScope`) draws the crop and flip. For a seed and
+an epoch the rows, in order, are the samples ``make_loader(dataset,
+seed=seed, rank=rank, world_size=world_size)`` deals that rank in that
+epoch, with the same pixels.
+
+Needs the extra ``fastdata[ray]``; importing :mod:`fastdata` never imports Ray.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from .datasets.open import open_dataset
+from .errors import ConfigError
+from .loading.sampler import ShardedSampler
+from .order.generators import SampleKey
+
+__all__ = ["read_shards"]
+
+
+def read_shards(path: Any, *, seed: int | None = None, epoch: int = 0, rank: int = 0, world_size: int = 1,
+                transform: Any = None, tasks: int | None = None, **dataset_options: Any) -> Any:
+    """Read the dataset at ``path`` (anything :func:`fastdata.open_dataset`
+    opens: a converted directory, shards MXNet or TensorFlow wrote, a URL)
+    as a ``ray.data.Dataset``.
+
+    Rows: ``key`` (int64, the sample's index in the dataset), ``target``, and
+    ``bytes`` (the stored image, undecoded) without ``transform``, or ``image``
+    (uint8, what ``transform`` returns, as a NumPy array) with it.
+
+    Args:
+        path: the dataset.
+        seed: ``None``: every sample once, in stored order, one read task per
+            shard (or a run of whole shards). An int: the samples the loader's
+            sampler deals ``rank`` of ``world_size`` in ``epoch`` for this
+            seed (shuffled, padded to equal shares, as ``make_loader(...,
+            train=True)``), in that order, cut into ``tasks`` runs; a
+            ``transform`` then draws each sample's crop from its own stream.
+        epoch, rank, world_size: the loader's place and epoch (with ``seed``).
+        transform: a fastdata transform (decode-aware ones crop while
+            decoding), applied in the read tasks.
+        tasks: read tasks (default: one per shard, at most 200).
+        **dataset_options: passed to :func:`fastdata.open_dataset` (``on_error``, ``decode``...).
+
+    Raises:
+        ConfigError: Ray Data is not installed, or bad ``tasks``/place.
+    """
+    try:
+        from ray.data import read_datasource
+        from ray.data.datasource import Datasource
+    except ImportError:
+        raise ConfigError("fastdata.ray.read_shards needs Ray Data: pip install 'fastdata[ray]'") from None
+    if tasks is not None and tasks < 1:
+        raise ConfigError(f"read_shards: tasks must be at least 1, got {tasks}")
+    dataset = open_dataset(path, transform=transform, **dataset_options)
+    if seed is None:
+        keys: list[Any] = list(range(len(dataset)))
+        cuts = _shard_cuts(dataset, tasks)
+    else:
+        sampler = ShardedSampler(len(dataset), seed=seed, epoch=epoch, rank=rank, world_size=world_size, keys=True)
+        keys = list(sampler)
+        count = tasks or min(200, max(1, len(_counts(dataset))))
+        cuts = [round(k * len(keys) / count) for k in range(count + 1)]
+    runs = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+    class _Shards(Datasource):
+        def estimate_inmemory_data_size(self) -> int | None:
+            return None
+
+        def get_read_tasks(self, parallelism: int, per_task_row_limit: int | None = None,
+                           data_context: Any = None) -> list[Any]:
+            from ray.data.block import BlockMetadata
+            from ray.data.datasource import ReadTask
+
+            return [ReadTask(_reader(dataset, keys[a:b], transform is not None),
+                             BlockMetadata(num_rows=b - a, size_bytes=None, exec_stats=None, input_files=None))
+                    for a, b in runs]
+
+    return read_datasource(_Shards(), override_num_blocks=len(runs))
+
+
+def _shard_cuts(dataset: Any, tasks: int | None) -> list[int]:
+    """Where read tasks start and stop in stored order: at shard boundaries,
+    whole shards per task (a dataset without shards: even runs)."""
+    n = len(dataset)
+    counts = _counts(dataset)
+    if not counts:
+        count = tasks or 1
+        return [round(k * n / count) for k in range(count + 1)]
+    ends = np.cumsum([0, *counts]).tolist()
+    count = min(tasks or min(200, len(counts)), len(counts))
+    return [ends[round(k * len(counts) / count)] for k in range(count + 1)]
+
+
+def _counts(dataset: Any) -> list[int]:
+    """The samples of each shard, in order (empty for a dataset without shards: an image folder)."""
+    shards = getattr(dataset, "shards", None)
+    counts = getattr(shards, "counts", None)
+    return [int(c) for c in counts] if counts is not None else []
+
+
+def _reader(dataset: Any, keys: list[Any], decoded: bool) -> Any:
+    """The read function of one task: it builds its block of rows from ``keys``."""
+
+    def read() -> Iterator[Any]:
+        from ray.data.block import BlockAccessor
+
+        index, targets, values = [], [], []
+        for key in keys:
+            i = key.index if isinstance(key, SampleKey) else int(key)
+            if decoded:
+                image, target = dataset[key]
+                values.append(np.asarray(image))
+            else:
+                data, target, _ = dataset.encoded(i)
+                values.append(data)
+            index.append(i)
+            targets.append(np.asarray(target))
+        batch = {"key": np.asarray(index, dtype=np.int64), "target": np.stack(targets) if targets else np.zeros(0)}
+        if decoded:
+            batch["image"] = values
+        else:
+            batch["bytes"] = np.array(values, dtype=object)
+        yield BlockAccessor.batch_to_block(batch)
+
+    return read
