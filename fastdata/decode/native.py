@@ -31,7 +31,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -120,13 +120,13 @@ def plan(
         # Most photos: stored upright, a checked box. Skipping the validation
         # and the frame changes saves most of a plan's time (the loader
         # threads' batch planning holds the GIL for it); the result is the same.
-        stored = box
-        n = 1 if min_size is None else scale_denominator(box[2], box[3], min_size[0], min_size[1])  # type: ignore[index]
+        stored = cast("tuple[float, float, float, float]", box)  # what _plain checked
+        n = 1 if min_size is None else scale_denominator(stored[2], stored[3], min_size[0], min_size[1])
     else:
         stored = stored_box(box, info, label)
         n = jpeg_scale(info, stored, min_size)
     sh, sw = info.stored_size
-    sub, (y0, y1, x0, x1) = scaled_region(stored, info, (-(-sh // n), -(-sw // n)), n)  # type: ignore[arg-type]
+    sub, (y0, y1, x0, x1) = scaled_region(stored, info, (-(-sh // n), -(-sw // n)), n)
     rh, rw = y1 - y0, x1 - x0
     if not snap:
         return n, (y0, x0, rh, rw), sub
