@@ -55,6 +55,8 @@ class RunOptions:
         min_piece_bytes: the smallest piece a shard is cut into for balance
             (see :mod:`.tail`; hidden option ``--test-min-piece`` lets
             tests cut tiny shards).
+        engine: ``"ray"`` or ``"spark"``: the workers are that engine's tasks
+            (``--engine``, see :mod:`..workers.engines`); None: processes of this machine.
     """
 
     workers: int = 1
@@ -63,6 +65,7 @@ class RunOptions:
     verify_decode: bool = False
     fsync: bool = False
     min_piece_bytes: int = MIN_PIECE_BYTES
+    engine: str | None = None
 
 
 def write_shards(
@@ -124,7 +127,7 @@ def write_shards(
     speed = _Speed()
     try:
         position = {shard.key: n for n, shard in enumerate(shards)}
-        with worker_pool(workers, init_worker, report=progress is not None, args=(shards,)) as pool:
+        with worker_pool(workers, init_worker, report=progress is not None, args=(shards,), engine=run.engine) as pool:
             def submit(task: Task) -> None:
                 job = _job(out, plan, task, run, position[task.shard.key], made, present, sources_root)
                 running[pool.submit(write_shard_job, job)] = task
