@@ -99,6 +99,12 @@ def _bytes_buffer(total: int) -> torch.Tensor:
     return torch.empty(total, dtype=torch.uint8)
 
 
+def _pixels_buffer(shape: tuple[int, ...]) -> torch.Tensor:
+    """uint8 ``shape``, in shared memory in a worker process (the hybrid's CPU
+    share fills it with up to most of a batch's pixels: no copy on the way out)."""
+    return _bytes_buffer(int(np.prod(shape))).view(shape)
+
+
 class EncodedCollate:
     """``collate_fn`` of ``decode="cuda"``: ``[GPUSample, ...]`` -> :class:`EncodedBatch`.
 
@@ -147,7 +153,8 @@ class EncodedCollate:
         sizes = np.array([items[i].size for i in gpu], dtype=np.int64).reshape(-1, 2)
         boxes = np.array([items[i].box for i in gpu], dtype=np.float64).reshape(-1, 4)
         ready_at = [i for i, p in enumerate(items) if p.pixels is not None]
-        ready = np.empty((len(ready_at), *self.size, 3), dtype=np.uint8)
+        ready_t = _pixels_buffer((len(ready_at), *self.size, 3))
+        ready = ready_t.numpy()
         for j, i in enumerate(ready_at):
             ready[j] = items[i].pixels
         return EncodedBatch(
@@ -159,7 +166,7 @@ class EncodedCollate:
             windows=torch.from_numpy(window(boxes, sizes, self.size)),
             flips=torch.tensor([p.plan is not None and p.plan.flip for p in items], dtype=torch.bool),
             drawn=torch.tensor([p.plan.box if p.plan is not None else p.box for p in items], dtype=torch.float64),
-            ready=torch.from_numpy(ready),
+            ready=ready_t,
             ready_at=torch.tensor(ready_at, dtype=torch.int64),
             targets=collate_targets([p.target for p in items]),
             keys=torch.tensor([_key_row(p.key) for p in items], dtype=torch.int64),

@@ -248,3 +248,17 @@ def test_the_modes_defaults():
     assert GPUDecode(mode="auto").controlled and GPUDecode(mode="auto").starting_share() == 0.3
     assert GPUDecode(cpu_share=0.7).starting_share() == 0.7 and not GPUDecode(cpu_share=0.7).controlled
     assert GPUDecode(cpu_share="auto", share_bounds=(0.5, 0.9)).starting_share() == 0.5
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_worker_processes_read_the_share_the_main_process_sets(hymenoptera, context):
+    dataset = photos(hymenoptera, train_transform(), count=24)
+    loader = _loader(dataset, 4, 0.0, seed=1, workers=Workers(2, kind="processes", context=context, persistent=True))
+    with loader:
+        first = iter(loader)
+        next(first)
+        assert loader.prefetcher.last.by_share == 0
+        loader.prefetcher.share.set(1.0)  # as the controller does, from the stage's thread
+        list(first)  # the rest of the epoch: batches the workers had begun before may still be at 0
+        for _ in loader:  # a new epoch, the same (persistent) workers
+            assert loader.prefetcher.last.by_share == 4
