@@ -41,6 +41,9 @@ LOG_NAME = "fetch-log.jsonl"
 PARTIAL = ".partial"
 DEFAULT_RESERVE = 512 * 1024 * 1024
 
+# this process's downloads in progress: partial path -> (pid, bytes made room for)
+_reserved: dict[str, tuple[int, int]] = {}
+
 
 @dataclasses.dataclass(frozen=True)
 class Expected:
@@ -136,9 +139,16 @@ class ShardCache:
         size = expected.size if expected.size is not None else store.size(name)
         if size is None:
             raise ObjectMissing(scrub_url(store.url_of(name)))
-        self.make_room(size, store.url_of(name))
-        final.parent.mkdir(parents=True, exist_ok=True)
         partial = final.with_name(final.name + PARTIAL)
+        self.make_room(size, store.url_of(name), partial)
+        try:
+            self._download_checked(final, partial, name, store, Expected(size, expected.sha256))
+        finally:
+            _reserved.pop(str(partial), None)
+
+    def _download_checked(self, final: Path, partial: Path, name: str, store: Store, expected: Expected) -> None:
+        size = expected.size
+        final.parent.mkdir(parents=True, exist_ok=True)
         problem = ""
         for _ in range(2):  # a mismatch is fetched once more before it is reported
             started = time.monotonic()
@@ -176,8 +186,10 @@ class ShardCache:
                 found.append((st.st_mtime, st.st_size, directory, name))
         return sorted(found)
 
-    def make_room(self, size: int, url: str) -> None:
-        """Delete least-recently-used files until ``size`` more bytes fit.
+    def make_room(self, size: int, url: str, partial: Path | None = None) -> None:
+        """Delete least-recently-used files until ``size`` more bytes fit; they
+        stay counted as ``partial``'s until its download ends (this process
+        downloads several files at once, each making room while the others grow).
 
         Raises:
             RemoteError: the file cannot fit even in an empty cache.
@@ -199,11 +211,15 @@ class ShardCache:
                         free += file_size
             if (self.limit_bytes is not None and used + size > self.limit_bytes) or size > free:
                 raise self.full_error(size, url, f"{used} bytes are in use by other files and {max(free, 0)} are free on the disk")
+            if partial is not None:
+                _reserved[str(partial)] = (os.getpid(), size)
 
     def _partials(self) -> int:
         """Bytes of the downloads in progress. Another process renames its
         finished ``.partial`` (or drops a failed one) at any moment: a file
         listed but gone by its ``stat`` is simply not counted."""
+        pid = os.getpid()
+        mine = {p: size for p, (owner, size) in list(_reserved.items()) if owner == pid}  # not a forked parent's
         total = 0
         for path in self.root.glob(f"*/**/*{PARTIAL}"):
             try:
@@ -211,8 +227,8 @@ class ShardCache:
             except OSError:
                 continue
             if stat.S_ISREG(st.st_mode):
-                total += st.st_size
-        return total
+                total += max(st.st_size, mine.pop(str(path), 0))
+        return total + sum(mine.values())  # made room for, not written yet
 
     def full_error(self, size: int, url: str, why: str) -> RemoteError:
         limit = f"limit {self.limit_bytes} bytes" if self.limit_bytes is not None else "no limit"

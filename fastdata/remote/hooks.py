@@ -5,7 +5,8 @@
 * :func:`local_file` where a shard is opened: a shard of a localized dataset
   is downloaded (and checked) first.
 * :func:`read_ahead` where a stream knows the records it will read: the
-  next remote shard downloads while the current one is read.
+  next remote shards download while the current one is read
+  (:mod:`fastdata.remote.readahead`).
 """
 
 from __future__ import annotations
@@ -47,10 +48,10 @@ def local_file(path: str) -> str:
     mirror = mirror_of(os.path.dirname(path))
     if mirror is None:
         return path
-    mirror.fetch(os.path.basename(path))
     from . import readahead
 
-    readahead.opened(path)  # this one is here: start on the next
+    readahead.opened(path)  # this one is wanted now: start on the next ones while it downloads
+    mirror.fetch(os.path.basename(path))
     return path
 
 

@@ -12,9 +12,12 @@ it reads, and a spawned worker needs nothing but the path.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -106,8 +109,8 @@ def localize(
         write_text_atomic(old, text)
     _MIRRORS.pop(str(directory), None)
     mirror = mirror_of(directory)
-    for name in manifest.extra_files():
-        mirror.fetch(name)  # the small files a dataset reads without opening a shard
+    # the small files a dataset reads without opening a shard, in one round trip
+    together([functools.partial(mirror.fetch, name) for name in manifest.extra_files()])
     return str(directory)
 
 
@@ -173,14 +176,20 @@ class Mirror:
 
     def _fetch(self, name: str) -> Path:
         info = self.shards.get(name)
-        if info is None:
-            return self.cache.fetch(self.directory, name, self.store, Expected())
-        expected = Expected(info.bytes, info.data_digest(registry.get(self.manifest.format).data_name))
-        self.cache.fetch(self.directory, data_object(self.manifest, name), self.store, expected)
-        for small in (info.index, info.checksums):
-            if small:
-                self.cache.fetch(self.directory, small, self.store, Expected())
+        if info is None:  # a small file: an index, a checksum file, a file named in extra
+            return self.cache.fetch(self.directory, name, self.store, self.expected(name))
+        files = [(data_object(self.manifest, name),
+                  Expected(info.bytes, info.data_digest(registry.get(self.manifest.format).data_name)))]
+        files += [(small, self.expected(small)) for small in (info.index, info.checksums) if small]
+        # the shard and its sidecars at once: one round trip instead of one each
+        together([functools.partial(self.cache.fetch, self.directory, f, self.store, e) for f, e in files])
         return self.directory / name
+
+    def expected(self, name: str) -> Expected:
+        """What the small file ``name`` must be: its size and digest from the
+        manifest, so no request asks the server for its size (a manifest
+        that predates recorded sizes leaves the size to the server)."""
+        return Expected(self.manifest.size_of(name), self.manifest.digest_of(name))
 
     def missing(self, name: str) -> FormatError:
         return FormatError(
@@ -188,6 +197,30 @@ class Mirror:
             path=scrub_url(self.store.url_of(name)),
             hint="the upload was incomplete or the object was deleted; re-upload the dataset",
         )
+
+
+def together(calls: list[Callable[[], object]]) -> None:
+    """Run ``calls`` at once (the first in this thread, each other in its
+    own), wait for all, then raise the error of the first that failed, in
+    list order: overlapped requests fail as the same requests in series would."""
+    errors: list[BaseException | None] = [None] * len(calls)
+
+    def run(i: int) -> None:
+        try:
+            calls[i]()
+        except BaseException as exc:  # noqa: BLE001 - raised below, in this thread
+            errors[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,), name="fastdata-fetch", daemon=True) for i in range(1, len(calls))]
+    for t in threads:
+        t.start()
+    if calls:
+        run(0)
+    for t in threads:
+        t.join()
+    for exc in errors:
+        if exc is not None:
+            raise exc
 
 
 def evictable_files(directory: Path) -> list[str]:

@@ -132,7 +132,9 @@ class Store:
             FileNotFoundError: no such object. RemoteError: see :func:`call`.
         """
         url = self.url_of(name)
-        return self._call(name, "reading", lambda: self.fs.cat_file(url))
+        # s3fs asks for the size first (a HEAD) to split a large object in parts; these are small
+        options = {"max_concurrency": 1} if protocol(url) in ("s3", "s3a") else {}
+        return self._call(name, "reading", lambda: self.fs.cat_file(url, **options))
 
     def size(self, name: str) -> int | None:
         """The size of ``name`` in bytes, or None when it does not exist."""

@@ -47,7 +47,10 @@ def test_a_missing_object_over_http_is_named(nginx, published, tmp_path):
 def test_nginx_stopped_mid_epoch_and_restarted(nginx, published, tmp_path):
     url, ids = published["recordio"]
     policy = RetryPolicy(total_seconds=20, first_delay=0.1, max_delay=0.5, timeout=2)
-    stream = fastdata.RecordIOStream(localize(url, cache_dir=tmp_path, retry=policy), decode=False, shuffle=False)
+    # a cache of two shards: read-ahead (half the cache) takes one shard ahead, so shard 2 waits for shard 1
+    limit = 2 * max(p.stat().st_size for p in (nginx.root / "recordio").glob("*.rec")) + 1
+    stream = fastdata.RecordIOStream(localize(url, cache_dir=tmp_path, retry=policy, cache_bytes=limit), decode=False,
+                                     shuffle=False)
     seen = []
     with Outage(nginx, seconds=1.0) as outage:
         for image, _ in stream:
