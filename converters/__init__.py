@@ -29,7 +29,8 @@ Layout, by what each part is about (each sub-package's docstring says more):
   read (:mod:`.planning.scan`, :mod:`.planning.plan`).
 * :mod:`.conversion`: running it (:mod:`.conversion.convert`,
   :mod:`.conversion.request`, :mod:`.conversion.outdir`,
-  :mod:`.conversion.pack`, :mod:`.conversion.tail`, :mod:`.conversion.work`,
+  :mod:`.conversion.pack`, :mod:`.conversion.schedule`, :mod:`.conversion.jobs`,
+  :mod:`.conversion.tail`, :mod:`.conversion.work`,
   :mod:`.conversion.normalize`, :mod:`.conversion.report`).
 * :mod:`.output`: what the output directory holds between runs
   (:mod:`.output.state`, and :mod:`.output.record`, each finished shard's record).

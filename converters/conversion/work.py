@@ -22,7 +22,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from fastdata.errors import FastDataError
 from fastdata.formats import registry
@@ -42,18 +42,31 @@ _REPORT: dict[str, Callable[[int, int], None] | None] = {"fn": None}
 #: names its items by position here (:attr:`ShardJob.ref`) instead of carrying them.
 _SHARDS: dict[str, Any] = {"table": None}
 
+#: A test hook, not an option: seconds to sleep per image, so that a test can
+#: kill a run mid-way. An environment variable reaches forked and spawned
+#: workers alike without travelling in any job or option.
+TEST_DELAY_VARIABLE = "FASTDATA_TEST_DELAY"
 
-@dataclasses.dataclass(frozen=True)
+
+class ItemRange(NamedTuple):
+    """Items ``start:stop`` of the shard at ``position`` in the shards a worker got at start-up."""
+
+    position: int
+    start: int
+    stop: int
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class ShardJob:
-    """Everything needed to write one shard, picklable.
+    """Everything needed to write one shard (or one piece of one), picklable.
 
     ``path`` is the shard's final path (its directory exists); ``items`` and
     ``ids`` are the plan's; ``classes`` names the labels (may be empty);
     ``sources_root``: the source's root when the worker is to make the
     shard's lines of ``sources.jsonl`` too (:func:`sources_lines`). In
-    a pool, ``items`` and ``ids`` are None and ``ref`` is ``(position, start,
-    stop)`` in the shards the worker got at start-up: pickling every item
-    with its task cost the main process about 9 us an image.
+    a pool, ``items`` and ``ids`` are None and ``ref`` names them in the
+    shards the worker got at start-up: pickling every item with its task
+    cost the main process about 9 us an image.
     """
 
     path: str
@@ -63,9 +76,8 @@ class ShardJob:
     classes: list[str]
     encode: EncodeOptions
     on_error: str = "skip"
-    delay: float = 0.0
     fsync: bool = False
-    ref: tuple[int, int, int] | None = None
+    ref: ItemRange | None = None
     sources_root: str | None = None
 
     def samples(self) -> tuple[list[SourceItem], list[int]]:
@@ -74,22 +86,43 @@ class ShardJob:
             return self.items, self.ids
         if self.ref is None or _SHARDS["table"] is None:
             raise FastDataError(f"{self.path}: a shard task without its items (a bug in the converter)")
-        position, start, stop = self.ref
-        shard = _SHARDS["table"][position]
-        return shard.items[start:stop], shard.ids[start:stop]
+        shard = _SHARDS["table"][self.ref.position]
+        return shard.items[self.ref.start:self.ref.stop], shard.ids[self.ref.start:self.ref.stop]
 
 
-def join_pieces(fmt: str, path: str, pieces: list[tuple[str, ShardInfo | None]], leftovers: str,
-                fsync: bool) -> ShardInfo | None:
-    """Join the pieces of a shard (each ``(its data path, its ShardInfo or None
-    when all its images were skipped)``, in order) into the shard ``path`` with the
-    format's ``join``, remove the folder ``leftovers`` they were written in, and
-    return the shard's ShardInfo (None when every piece is empty). ``fsync``: as
-    :attr:`ShardJob.fsync`."""
-    written = [(Path(p), info) for p, info in pieces if info is not None]
-    with durable(fsync):
-        info = registry.get(fmt).join(path, written) if written else None
-    remove(leftovers)
+@dataclasses.dataclass(frozen=True)
+class Piece:
+    """One written piece of a cut shard: its data file, and its ShardInfo (None when all its images were skipped)."""
+
+    path: str
+    info: ShardInfo | None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class JoinJob:
+    """Joining the pieces of a cut shard into ``target`` (picklable).
+
+    ``pieces`` in order; ``leftovers``: the folder they were written in,
+    removed once joined; ``fsync``: as :attr:`ShardJob.fsync`. (Named
+    ``target``, not ``path``: an engine's pool moves a job with a ``path``
+    into an attempt folder of its own: ``workers/attempts.py``.)
+    """
+
+    format: str
+    target: str
+    pieces: list[Piece]
+    leftovers: str
+    fsync: bool = False
+
+
+def join_pieces(job: JoinJob) -> ShardInfo | None:
+    """Join ``job``'s pieces with the format's ``join`` into exactly the bytes
+    one writer would have written, remove the folder they were written in, and
+    return the shard's ShardInfo (None when every piece is empty)."""
+    written = [(Path(piece.path), piece.info) for piece in job.pieces if piece.info is not None]
+    with durable(job.fsync):
+        info = registry.get(job.format).join(job.target, written) if written else None
+    remove(job.leftovers)
     return info
 
 
@@ -188,10 +221,11 @@ _JSON_STRING = json.encoder.encode_basestring_ascii
 
 def _samples(job: ShardJob, items: list[SourceItem], ids: list[int], record: ShardRecord,
              report: Callable[[int, int], None] | None) -> Iterator[Sample]:
-    encode, delay, classes = job.encode, job.delay, job.classes
+    encode, classes = job.encode, job.classes
+    delay = _test_delay()
     pending_images = pending_bytes = 0
     for item, sample_id in zip(items, ids):
-        if delay:  # test-only --test-delay: slow enough to be killed mid-run
+        if delay:
             time.sleep(delay)
         try:
             data = read_file(item.path)
@@ -235,6 +269,12 @@ def _samples(job: ShardJob, items: list[SourceItem], ids: list[int], record: Sha
         )
     if report is not None and (pending_images or pending_bytes):
         report(pending_images, pending_bytes)
+
+
+def _test_delay() -> float:
+    """The seconds :data:`TEST_DELAY_VARIABLE` asks to sleep per image (0 when unset)."""
+    value = os.environ.get(TEST_DELAY_VARIABLE)
+    return float(value) if value else 0.0
 
 
 def _printable(name: str) -> str:

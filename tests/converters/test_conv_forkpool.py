@@ -134,7 +134,7 @@ def test_both_pools_have_what_the_pool_protocol_promises(pool_class):
 
 
 def _killing_write(job, report=None):
-    if job.ref is not None and job.ref[0] == 1:
+    if job.ref is not None and job.ref.position == 1:
         os.kill(os.getpid(), signal.SIGKILL)
     from fastdata.converters.conversion.work import write_shard_job
 
@@ -142,11 +142,11 @@ def _killing_write(job, report=None):
 
 
 def test_a_conversion_whose_worker_dies_says_how_and_resumes_to_the_same_bytes(tmp_path, capsys, monkeypatch):
-    from fastdata.converters.conversion import pack
+    from fastdata.converters.conversion import schedule
 
     make_folder(tmp_path / "src", {"a": 6, "b": 6})
     common = ["--format", "recordio", "--shards", "3", "--no-shuffle", "--passthrough", "-q"]
-    monkeypatch.setattr(pack, "write_shard_job", _killing_write)
+    monkeypatch.setattr(schedule, "write_shard_job", _killing_write)
     code, _, err = run_cli(capsys, "convert", tmp_path / "src", tmp_path / "out", "--workers", "2", *common)
     assert code == 2 and "a worker process died" in err and "killed by signal 9" in err and "--resume" in err
     monkeypatch.undo()

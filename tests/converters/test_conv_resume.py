@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from convkit import jpeg, make_folder, run_cli, tree
+from fastdata.converters.conversion.work import TEST_DELAY_VARIABLE
 from fastdata.converters.output import state as conv_state
 from fastdata.converters.output.state import STATE_DIR
 from fastdata.converters.planning.plan import Plan, PlanOptions, make_plan
@@ -25,9 +26,13 @@ def _convert_args(src, out, fmt):
     return ["convert", str(src), str(out), "--format", fmt, "--shards", "8", "--val-fraction", "0.15", "-q"]
 
 
-def _tagged_env(tag: str) -> dict[str, str]:
-    # Every process the converter starts (forkserver, workers) inherits this variable.
-    return {**os.environ, "FASTDATA_TEST_TAG": tag}
+def _tagged_env(tag: str, *, delay: float = 0.0) -> dict[str, str]:
+    # Every process the converter starts (forkserver, workers) inherits these variables;
+    # ``delay``: seconds each image takes (the converter's test hook, work.TEST_DELAY_VARIABLE).
+    env = {**os.environ, "FASTDATA_TEST_TAG": tag}
+    if delay:
+        env[TEST_DELAY_VARIABLE] = str(delay)
+    return env
 
 
 def _processes_tagged(tag: str) -> list[int]:
@@ -58,11 +63,11 @@ def _wait_gone(tag: str, seconds: float = 5.0) -> list[int]:
 def test_sigkill_then_resume_is_byte_identical(edge_images, tmp_path, capsys, fmt):
     src = edge_images
     out = tmp_path / f"killed-{fmt}"
-    # --test-delay slows each image so the kill lands mid-run (see pack.RunOptions).
-    cmd = [sys.executable, "-m", "fastdata.converters.cli", *_convert_args(src, out, fmt), "--workers", "2", "--test-delay", "0.06",
+    cmd = [sys.executable, "-m", "fastdata.converters.cli", *_convert_args(src, out, fmt), "--workers", "2",
            "--test-min-piece", "1"]  # the last shards are cut into pieces: the kill may land in one
     tag = f"kill-{fmt}-{os.getpid()}-{time.monotonic_ns()}"
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_tagged_env(tag))
+    # each image slowed (work.TEST_DELAY_VARIABLE) so that the kill lands mid-run
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_tagged_env(tag, delay=0.06))
     deadline = time.monotonic() + 60
     state = out / STATE_DIR
     while not (state.is_dir() and len(list(state.glob("*.json"))) >= 3):
@@ -177,8 +182,8 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes(small_folder, tmp_path, capsys
     args = ["convert", str(src), str(out), "--format", "recordio", "--shards", "13", "-q"]
     tag = f"sigint-{os.getpid()}-{time.monotonic_ns()}"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fastdata.converters.cli", *args, "--workers", "2", "--test-delay", "0.25"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_tagged_env(tag),
+        [sys.executable, "-m", "fastdata.converters.cli", *args, "--workers", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_tagged_env(tag, delay=0.25),
     )
     deadline = time.monotonic() + 60
     while not (out / STATE_DIR).is_dir():
