@@ -16,7 +16,7 @@ import torch
 from .settings import cpus_per_rank
 from .stats import LoaderStats
 
-__all__ = ["INPUT_BOUND_SHARE", "Verdict", "judge", "times"]
+__all__ = ["INPUT_BOUND_SHARE", "ShortPasses", "Verdict", "judge", "times"]
 
 INPUT_BOUND_SHARE = 0.10
 """Above this share of wall time spent waiting for data, a loop is input-bound.
@@ -53,6 +53,16 @@ class Verdict:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class ShortPasses:
+    """Passes too short for a steady state, whose first batches' waits are
+    counted: ``batches`` a pass, and ``startup_share``, the fraction of the
+    counted wait that those first batches took."""
+
+    batches: int
+    startup_share: float
+
+
 def dominant_stage(stats: LoaderStats | None) -> tuple[str | None, float | None]:
     """The stage with the most seconds (workers' stages, else a GPU decode's main-process steps)."""
     if stats is None:
@@ -70,8 +80,8 @@ def dominant_stage(stats: LoaderStats | None) -> tuple[str | None, float | None]
 
 
 def judge(wait_share: float, stats: LoaderStats | None = None, *, dataset: Any = None,
-          gpu_decode: bool = False, loader_ratio: float | None = None, short_pass: int = 0,
-          startup_share: float = 0.0) -> Verdict:
+          gpu_decode: bool = False, loader_ratio: float | None = None,
+          short: ShortPasses | None = None) -> Verdict:
     """The verdict for a loop that waited ``wait_share`` of its wall time.
 
     Args:
@@ -83,17 +93,15 @@ def judge(wait_share: float, stats: LoaderStats | None = None, *, dataset: Any =
         loader_ratio: the loader alone's batches per second over the step
             alone's, both measured (``fastdata doctor``); None where only the
             loop was timed, and the suggestion then gives no ratio.
-        short_pass: the batches a pass holds where passes are too short for a
-            steady state (their first batches' waits are in ``wait_share``); 0 otherwise.
-        startup_share: the fraction of the counted wait that was those first batches'.
+        short: where passes are too short for a steady state (their first
+            batches' waits are in ``wait_share``); None otherwise.
     """
     dominant, share = dominant_stage(stats)
     verdict = "input-bound" if wait_share > INPUT_BOUND_SHARE else "compute-bound"
     if verdict == "compute-bound":
         suggestion = _compute_bound(wait_share, stats, loader_ratio)
     else:
-        startup = short_pass if startup_share > 0.5 else 0
-        suggestion = _input_bound(wait_share, stats, dominant, dataset, gpu_decode, startup, bool(short_pass))
+        suggestion = _input_bound(wait_share, stats, dominant, dataset, gpu_decode, short)
     return Verdict(verdict, wait_share, dominant, share, suggestion)
 
 
@@ -114,19 +122,19 @@ def times(ratio: float) -> str:
 
 
 def _input_bound(wait_share: float, stats: LoaderStats | None, dominant: str | None, dataset: Any,
-                 gpu_decode: bool, startup_pass: int = 0, short: bool = False) -> str:
+                 gpu_decode: bool, short: ShortPasses | None = None) -> str:
     waits = f"the loop waits {wait_share:.0%} of the time"
-    if startup_pass:
+    if short is not None and short.startup_share > 0.5:
         # every pass starts with an empty queue: its first batch is built while the
         # loop waits, and the workers' busy share says nothing of the steady state
-        return (f"{waits}, mostly for each pass's first batch: a pass is {startup_pass} batch(es) and the workers "
+        return (f"{waits}, mostly for each pass's first batch: a pass is {short.batches} batch(es) and the workers "
                 "cannot work ahead across passes; more images a pass (or a smaller batch size) spread that "
                 "start-up over more steps")
     # in short passes the busy share is mostly the queue filling and draining, as in few batches
     if stats is None:
         return f"{waits} for data: add workers, or load with fastdata.make_loader, whose stats() name the slow stage"
     busy = stats.worker_busy_share
-    if busy is not None and busy < SATURATED and stats.batches >= FEW_BATCHES and not short:
+    if busy is not None and busy < SATURATED and stats.batches >= FEW_BATCHES and short is None:
         return (f"{waits} while the workers are only {busy:.0%} busy: the hand-over is the limit, not the "
                 f"workers ({_handover(stats)})")
     doing = _DECODING.get(dominant or "", f"in {dominant}" if dominant else "building batches")

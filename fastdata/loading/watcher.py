@@ -28,7 +28,7 @@ from typing import Any, TextIO
 import torch
 
 from .stats import LoaderStats
-from .verdict import Verdict, judge
+from .verdict import ShortPasses, Verdict, judge
 
 __all__ = ["SHORT_PASS", "Watch", "WatchReport", "loader_dict", "watch"]
 
@@ -188,10 +188,10 @@ class Watch:
     def _judge(self, share: float, stats: LoaderStats | None, loader_ratio: float | None = None) -> Verdict:
         prefetcher = getattr(self.loader, "prefetcher", None)
         waited = self._counted_wait()
+        short = ShortPasses(max(self.pass_lengths), self.startup_s / waited if waited > 0 else 0.0) \
+            if self.short_passes else None
         return judge(share, stats, dataset=getattr(self.loader, "dataset", None),
-                     gpu_decode=type(prefetcher).__name__ == "GPUBatches", loader_ratio=loader_ratio,
-                     short_pass=max(self.pass_lengths) if self.short_passes else 0,
-                     startup_share=self.startup_s / waited if self.short_passes and waited > 0 else 0.0)
+                     gpu_decode=type(prefetcher).__name__ == "GPUBatches", loader_ratio=loader_ratio, short=short)
 
     def report(self, *, loader_ratio: float | None = None) -> WatchReport:
         """The steps so far, judged (:class:`WatchReport`); ``loader_ratio``: the
