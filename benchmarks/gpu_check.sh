@@ -30,8 +30,8 @@
 #                    (target: the hybrid >= 95 % of synthetic with 8 cores)                  time box 130 s
 #   (d) memory       decode="cuda", 4 processes, 5 epochs of 16 batches of 256: reserved and
 #                    process GPU memory after each epoch (target: flat within 1 % after 2)    time box  60 s
-#   (e) profile      torch.profiler over 20 steps of decode="cuda" (4 processes), loader alone and
-#                    training, with the stage thread's host ms per step                      time box  90 s
+#   (e) profile      torch.profiler over 20 steps: decode="cuda" (4 processes), loader alone, and the
+#                    hybrid (4 processes) training, and the stage thread's host ms per step  time box  90 s
 # The whole run keeps within GPU_CHECK_BUDGET seconds (default 360; 6 min, so about 7 with set-up): a part's
 # time box shrinks, or it is skipped, so as to leave the later parts their minimum.
 # Without CUDA the GPU parts are skipped (with the reason) and (a) skips its own tests: exit 0
@@ -149,7 +149,8 @@ if (( cuda )); then
         --feeds fastdata-cuda-processes:4
     # (e) where the time goes: torch.profiler over 20 steps, decode-only then training (tables in profile.txt)
     part profile 90 "$keep_summary" "0" "$out/bench.log" bash -c "python3 benchmarks/gpu_profile.py '$photos/train' \
-        --out '$out/profile.txt' && python3 benchmarks/gpu_profile.py '$photos/train' --train --out '$out/profile.txt'"
+        --out '$out/profile.txt' && python3 benchmarks/gpu_profile.py '$photos/train' --train --feed fastdata-hybrid-processes:4 \
+        --out '$out/profile.txt'"
 else
     skip decode_only "$why"; skip train "$why"; skip core_budget "$why"; skip memory "$why"; skip profile "$why"
 fi

@@ -173,6 +173,6 @@ class EncodedCollate:
             names=[p.name for p in items],
             by_share=sum(p.by_share for p in items),
             share_s=float(sum(p.seconds for p in items if p.by_share)),
-            other_s=float(sum(p.seconds for p in items if not p.by_share)),
+            other_s=float(sum(p.seconds for p in items if not p.by_share) + sum(p.plan_s for p in items)),
             pin_data=self.pin_data,
         )

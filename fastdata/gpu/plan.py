@@ -81,8 +81,10 @@ class GPUSample:
             the main process for an image the GPU decoder rejects).
         name: the record, for messages.
         by_share: cropped on the CPU as part of the hybrid's CPU share.
-        seconds: the worker's seconds on this sample (its part of the
-            batch's planning, plus its CPU crop or finish), for the share's controller.
+        seconds: the worker's seconds on this sample's CPU crop or finish;
+            ``plan_s``: its part of the batch's reading and planning (both
+            for the share's controller, which must tell them apart: planning
+            costs the same whichever side decodes).
     """
 
     data: bytes | None
@@ -95,6 +97,7 @@ class GPUSample:
     name: str
     by_share: bool = False
     seconds: float = 0.0
+    plan_s: float = 0.0
 
 
 def hwc(image: Any) -> np.ndarray:
@@ -150,25 +153,25 @@ class GPUSamples(Dataset):
         span = clock.span if clock is not None else _untimed
         t0 = time.perf_counter()
         with span("read+plan"):
-            planned_ = self.plans.plans(keys)
+            drawn = self.plans.plans(keys)
             share = self.share.get() if self.share is not None else 0.0
-            takes = [i for i, s in enumerate(planned_) if s is not None and self.accepts.takes(s.info)]
-            size = planned_[takes[0]].plan.size if takes else None  # type: ignore[union-attr]
-            to_cpu = [i for i in takes[: round(share * len(takes))] if planned_[i].plan.size == size]  # type: ignore[union-attr]
+            takes = [i for i, s in enumerate(drawn) if s is not None and self.accepts.takes(s.info)]
+            size = drawn[takes[0]].plan.size if takes else None  # type: ignore[union-attr]
+            to_cpu = [i for i in takes[: round(share * len(takes))] if drawn[i].plan.size == size]  # type: ignore[union-attr]
             out: list[GPUSample | None] = [None] * len(keys)
             chosen = set(to_cpu)
             for i in takes:
                 if i not in chosen:
-                    out[i] = self._encoded(planned_[i], keys[i])  # type: ignore[arg-type]
+                    out[i] = self._encoded(drawn[i], keys[i])  # type: ignore[arg-type]
         plan_s = (time.perf_counter() - t0) / max(1, len(keys))  # the batch's planning, spread over its samples
         redo = [i for i in range(len(keys)) if out[i] is None and i not in chosen]
         if to_cpu:
             t1 = time.perf_counter()
             with span("decode+collate"):  # the share: one C call that crops every sample it took
-                pixels, failed = crop_batch([planned_[i] for i in to_cpu], size, self.backend)  # type: ignore[misc,arg-type]
+                pixels, failed = crop_batch([drawn[i] for i in to_cpu], size, self.backend)  # type: ignore[misc,arg-type]
             each = (time.perf_counter() - t1) / len(to_cpu)
             for j, i in enumerate(to_cpu):
-                p = planned_[i]
+                p = drawn[i]
                 if j not in failed:
                     out[i] = GPUSample(None, p.plan.box, p.plan, (p.info.height, p.info.width), pixels[j],  # type: ignore[union-attr]
                                        p.target, keys[i], p.name, by_share=True, seconds=each)  # type: ignore[union-attr]
@@ -176,10 +179,10 @@ class GPUSamples(Dataset):
         for i in sorted(redo):  # the CPU finishes an image the GPU decoder does not take: timed apart from reading
             t1 = time.perf_counter()
             with span("redo"):
-                out[i] = self._redo(keys[i], planned_[i])
+                out[i] = self._redo(keys[i], drawn[i])
             out[i].seconds = time.perf_counter() - t1  # type: ignore[union-attr]
         for sample in out:
-            sample.seconds += plan_s  # type: ignore[union-attr]
+            sample.plan_s = plan_s  # type: ignore[union-attr]
         return out  # type: ignore[return-value]
 
     def _encoded(self, sample: PlannedSample, key: Any) -> GPUSample:
