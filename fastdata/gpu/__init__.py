@@ -8,6 +8,11 @@ batched call (:mod:`fastdata.gpu.backends`), then crops, resizes
 (antialiased), flips and normalises it with batched tensor ops
 (:mod:`fastdata.gpu.resample`), one batch ahead on a side stream
 (:mod:`fastdata.gpu.stage`). Without CUDA the same code runs on the CPU.
+
+The hybrid (``decode="auto"`` with CUDA, ``GPUDecode(cpu_share=...)``): the
+workers also crop a share of each batch's samples with the compiled CPU crop
+decoder (:mod:`fastdata.gpu.cpu_crops`), and a controller in the stage keeps
+that share where both sides take the same time (:mod:`fastdata.gpu.share`).
 """
 
 from ..loading.decode_choice import GPUDecode
