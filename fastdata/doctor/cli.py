@@ -19,7 +19,7 @@ import torch
 from ..errors import FastDataError
 from ..loading.verdict import times
 from ..loading.watcher import SHORT_PASS, loader_dict
-from .measure import alone, loader_alone, ratio, together
+from .measure import Phase, alone, loader_alone, ratio, together
 from .steps import choose_step
 from .timeline import draw
 
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _counts(together: Any) -> str:
+def _counts(together: Phase) -> str:
     """What ``wait_share`` is over, in words (the table and the JSON say the same)."""
     if together.startup_counted:
         return f"every batch counted: passes of {together.pass_batches} batch(es), fewer than {SHORT_PASS}"
