@@ -412,3 +412,18 @@ def test_gpu_check_forced_runs_every_part_on_the_cpu(tmp_path, shared_data):
     assert all(r["img_s"] > 0 for r in result["train"] if r["feed"] != "torchvision" or "skipped" not in r)
     assert len(result["memory"]["epochs_reserved_mib"]) == 3  # 5 epochs, capped to 3 on the CPU
     assert result["tests"]["stream_test_fails_without_guard"] is None  # the stream test skips without CUDA
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs os.sched_setaffinity")
+def test_pin_cores_really_pins_the_process_and_the_workers_it_starts_later():
+    code = (
+        "import multiprocessing as mp, os, sys; sys.path.insert(0, sys.argv[1]); import gpu_train\n"
+        "cores = gpu_train.pin_cores(1)\n"
+        "print(cores, sorted(os.sched_getaffinity(0)))\n"
+        "with mp.get_context('spawn').Pool(1) as pool: print(sorted(pool.apply(os.sched_getaffinity, (0,))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(ROOT / "benchmarks")], capture_output=True, text=True,
+                          timeout=300, cwd="/tmp")
+    assert done.returncode == 0, done.stderr
+    first = sorted(os.sched_getaffinity(0))[:1]
+    assert done.stdout.splitlines() == [f"{first} {first}", f"{first}"]
