@@ -392,7 +392,7 @@ def test_gpu_check_forced_runs_every_part_on_the_cpu(tmp_path, shared_data):
     out = tmp_path / "out"
     env = {**os.environ, "OUT": str(out), "GPU_CHECK_FORCE": "1",
            "FASTDATA_PHOTOS": str(shared_data / "photos" / "hymenoptera")}
-    done = subprocess.run(["bash", str(CHECK)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(["bash", str(CHECK)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr + (out / "bench.log").read_text()
     result = json.loads((out / "gpu_check.json").read_text())
     assert {p["status"] for p in result["parts"].values()} == {"ok"}
