@@ -37,8 +37,8 @@ Layout, by what each part is about (each sub-package's docstring says more):
 * :mod:`.workers`: worker processes (:mod:`.workers.pool`, the protocol
   every pool follows; :mod:`.workers.forkpool`, :mod:`.workers.parallel`).
 * :mod:`.tools`: ``inspect``, ``verify`` and ``index`` (:mod:`.tools.probe`,
-  :mod:`.tools.inspection`, :mod:`.tools.verification`,
-  :mod:`.tools.verify_records`, :mod:`.tools.indexing`).
+  :mod:`.tools.inspection`, :mod:`.tools.verify` (a package: one module
+  for each thing it checks), :mod:`.tools.indexing`).
 * At the top: :mod:`.cli` (arguments), :mod:`.exits` (exit statuses),
   :mod:`.units` (sizes such as ``256M``), :mod:`.jpeg_check` (the structural
   JPEG check), :mod:`.remote_io` (the commands on URLs) and

@@ -342,7 +342,7 @@ def _add_verify(sub) -> None:
 
 def _run_verify(args: argparse.Namespace) -> int:
     from .workers.parallel import available_cpus
-    from .tools.verification import run
+    from .tools.verify.command import run
 
     workers = args.workers if args.workers is not None else available_cpus()
     if workers < 1:

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
                 if not exc.damaged:
                     raise
                 return _damaged_manifest(exc, scrub_url(store.url))  # damage found, as for a local dataset: exit 1
-            from .tools.verification import run as command
+            from .tools.verify.command import run as command
 
             kwargs = {"decode": args.decode, "quiet": args.quiet}
         out, err = io.StringIO(), io.StringIO()

@@ -218,7 +218,7 @@ def test_verify_decode_uses_the_worker_pool_and_reports_the_same(corrupt_images,
 
 
 def test_verify_shows_progress_on_a_terminal(corrupt_images, tmp_path):
-    from fastdata.converters.tools import verification
+    from fastdata.converters.tools.verify import command as verification
 
     ds = _dataset_with_broken_images(corrupt_images, tmp_path / "ds")
     terminal, out = _Terminal(), io.StringIO()

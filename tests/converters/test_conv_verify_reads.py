@@ -15,7 +15,7 @@ import lmdb
 import pytest
 from convkit import run_cli
 
-from fastdata.converters.tools import verification
+from fastdata.converters.tools.verify import command as verification
 from fastdata.formats.manifest import Manifest
 
 

@@ -160,7 +160,7 @@ def read_all(path: Path) -> list:
 
 def verify_rc(path: Path) -> int:
     """``fastdata verify --decode``'s exit status (2 for an error, as the CLI)."""
-    from fastdata.converters.tools.verification import run
+    from fastdata.converters.tools.verify.command import run
     from fastdata.errors import FastDataError
 
     try:
@@ -349,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shared", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "data")
     args = parser.parse_args(argv)
     import fastdata  # noqa: F401 - imported once, before the children fork
-    import fastdata.converters.tools.verification  # noqa: F401
+    import fastdata.converters.tools.verify.command  # noqa: F401
 
     results: dict = {"formats": [], "foreign": []}
     with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as tmp:

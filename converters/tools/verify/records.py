@@ -15,18 +15,18 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import os
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
-from fastdata.errors import FastDataError, FormatError
+from fastdata.errors import FastDataError
 from fastdata.formats import SampleReader
 
-from ..workers.parallel import ordered_map
-from .probe import close_reader
+from ...workers.parallel import ordered_map
+from ..probe import close_reader
+from .findings import Cut, Note, RecordProblem
 
 CHUNK = 32  # records per task: enough to amortise a round trip, small enough to balance
 
@@ -47,41 +47,18 @@ class ShardSource:
 @dataclasses.dataclass
 class Chunk:
     """What one task found: ``checked`` records tried, ``records`` read,
-    problems (:class:`RecordProblem`), labels seen; ``notes``: ``(file, message)``
-    problems of the shard as a whole, found before its records were read;
-    ``cut``: ``(data file, size, the manifest's size and records)`` of a shard whose data
-    file is shorter than the manifest says (its lost records are then
-    reported as one line)."""
+    problems (:class:`.RecordProblem`), labels seen; ``notes``: problems of
+    the shard as a whole, found before its records were read; ``cut``: the
+    shard's data file is shorter than the manifest says (its lost records are
+    then reported as one line)."""
 
     shard: int
     checked: int = 0
     records: int = 0
     problems: list[RecordProblem] = dataclasses.field(default_factory=list)
     labels: Counter = dataclasses.field(default_factory=Counter)
-    notes: list[tuple[Path, str]] = dataclasses.field(default_factory=list)
-    cut: tuple[Path, int, int, int] | None = None
-
-
-class RecordProblem(NamedTuple):
-    """What is wrong with one record, as parts that ``verify`` joins into one
-    line with the shard and the record's source file, each fact once:
-    ``places`` (a byte offset, a key, another file: what the shard and record
-    number do not already say), ``cause`` and ``fix`` (None when the cause says it)."""
-
-    record: int
-    places: tuple[str, ...]
-    cause: str
-    fix: str | None = None
-
-    @classmethod
-    def of(cls, record: int, exc: BaseException, shard: str | os.PathLike[str] | None = None) -> RecordProblem:
-        """The problem ``exc`` reports with record ``record`` of ``shard``."""
-        if isinstance(exc, FormatError):
-            if shard is not None and exc.path is not None and Path(exc.path).parent == Path(shard):
-                shard = exc.path  # a file inside the shard (an LMDB's data.mdb): the shard names it
-            places, cause, fix = exc.parts(path=shard, record=record)
-            return cls(record, tuple(places), cause, fix)
-        return cls(record, (), str(exc))
+    notes: list[Note] = dataclasses.field(default_factory=list)
+    cut: Cut | None = None
 
 
 class SourceFiles:
@@ -142,12 +119,12 @@ def image_decoder() -> Callable[[bytes], Any]:
 @dataclasses.dataclass
 class Opened:
     """A shard as this process opened it for ``verify``: the reader the
-    records are read through (None when it would not open) and what was
-    found before reading them, as ``(file, message)``."""
+    records are read through (None when it would not open), what was found
+    before reading them, and its :class:`.Cut` when it is truncated."""
 
     reader: SampleReader | None
-    notes: list[tuple[Path, str]] = dataclasses.field(default_factory=list)
-    cut: tuple[Path, int, int, int] | None = None  # truncated: (data file, its size, the manifest's size and records)
+    notes: list[Note] = dataclasses.field(default_factory=list)
+    cut: Cut | None = None
 
 
 def check_records(
@@ -180,9 +157,7 @@ def check_records(
 
     def tasks() -> Iterator[tuple[int, int, int]]:
         for k in range(len(sources)):
-            _STATE["readers"].clear()  # held there, in this process, only while it is `opened`
-            while opened:
-                close_reader(opened.pop())
+            _close_opened(opened)
             shard = prepare(k)
             heads[k] = Chunk(k, notes=shard.notes, cut=shard.cut)
             yield k, -1, -1
@@ -208,9 +183,14 @@ def check_records(
             yield chunk
     finally:
         results.close()
-        _STATE.get("readers", {}).clear()
-        while opened:
-            close_reader(opened.pop())
+        _close_opened(opened)
+
+
+def _close_opened(opened: list[SampleReader]) -> None:
+    """Close this process's reader of the shard read last (held in ``_STATE``, for the tasks run here, only while open)."""
+    _STATE.get("readers", {}).clear()
+    while opened:
+        close_reader(opened.pop())
 
 
 def _init(sources: list[ShardSource], classes: list[str], decode: bool) -> None:
