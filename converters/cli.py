@@ -42,11 +42,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_ERROR
     try:
-        if _names_a_url(args):
-            from . import remote_io
-
-            if remote_io.wants(args):  # inspect / verify / index of URLs
-                return remote_io.run(args)
         return args.handler(args)
     except FastDataError as exc:
         from .planning.scan import SkippedFile
@@ -64,13 +59,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
-def _names_a_url(args: argparse.Namespace) -> bool:
-    names = [n for n in (*getattr(args, "paths", ()), *getattr(args, "files", ()), getattr(args, "path", None)) if n]
-    if not any("://" in n for n in names):  # fastdata.remote (every store's client) is imported only for URLs
+def _is_url(name: str) -> bool:
+    """Whether ``name`` is a URL; the commands on URLs are in :mod:`.remote_io`."""
+    if "://" not in name:  # fastdata.remote (every store's client) is imported only for URLs
         return False
     from fastdata.remote.urls import is_url
 
-    return any(is_url(n) for n in names)
+    return is_url(name)
 
 
 def _error(message: str) -> int:
@@ -270,7 +265,7 @@ def _run_convert(args: argparse.Namespace) -> int:
         node_rank=args.node_rank if args.node_rank is not None else _env_int("RANK", 0),
         quiet=args.quiet,
     )
-    if _names_a_url(argparse.Namespace(paths=[out])):  # convert locally, then upload, the manifest last
+    if _is_url(out):  # convert locally, then upload, the manifest last
         from .remote_io import convert as convert_remote
 
         return convert_remote(request, convert)
@@ -315,6 +310,10 @@ def _add_inspect(sub) -> None:
 
 
 def _run_inspect(args: argparse.Namespace) -> int:
+    if _is_url(args.path):
+        from .remote_io import inspect
+
+        return inspect(args.path, as_json=args.json, records=args.records)
     from .tools.inspection import run
 
     return run(args.path, as_json=args.json, records=args.records)
@@ -347,6 +346,10 @@ def _run_verify(args: argparse.Namespace) -> int:
     workers = args.workers if args.workers is not None else available_cpus()
     if workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {workers}")
+    if _is_url(args.path):
+        from .remote_io import verify
+
+        return verify(args.path, decode=args.decode, quiet=args.quiet, workers=workers)
     return run(args.path, decode=args.decode, quiet=args.quiet, workers=workers)
 
 
@@ -369,6 +372,10 @@ def _add_index(sub) -> None:
 
 
 def _run_index(args: argparse.Namespace) -> int:
+    if any(_is_url(f) for f in args.files):  # each file built where it is, the URLs' indexes uploaded
+        from .remote_io import index
+
+        return index(args.files, force=args.force)
     from .tools.indexing import run
 
     return run(args.files, force=args.force, sums=args.checksums)

@@ -8,18 +8,21 @@ so a reader never sees a partial dataset; objects already uploaded with the
 same size are skipped, so ``--resume`` after an interrupted upload -- even
 on another machine, as a conversion is deterministic -- sends only the
 rest. The read-only commands copy what they read into a temporary
-directory, run the local command there and print the URL in its place.
+directory (:func:`materialized`), run the local command there and print the
+URL in its place.
 """
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import dataclasses
 import io
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from fastdata.errors import ConfigError, FastDataError, ManifestError
 from fastdata.formats import registry
@@ -31,47 +34,63 @@ from fastdata.remote.urls import cache_key, is_url, protocol, scrub_url
 from .output import state
 
 _WRITABLE_NOT = ("http", "https")
-_COMMANDS = ("inspect", "verify", "index")
 
 
-def wants(args: argparse.Namespace) -> bool:
-    """Whether a read-only command was given a URL."""
-    command = getattr(args, "command", None)
-    if command == "index":
-        return any(is_url(f) for f in args.files)
-    return command in _COMMANDS and is_url(getattr(args, "path", None))
+@dataclasses.dataclass(frozen=True)
+class Materialized:
+    """A remote dataset copied into ``path`` (a temporary directory), shown as ``shown`` (its URL, credentials scrubbed)."""
 
+    path: Path
+    shown: str
 
-def run(args: argparse.Namespace) -> int:
-    """``inspect``, ``verify`` or ``index`` on URLs (see :func:`wants`)."""
-    if args.command == "index":
-        return index(args.files, force=args.force)
-    store = Store(args.path)
-    with tempfile.TemporaryDirectory(prefix="fastdata-remote-") as tmp:
-        local = Path(tmp) / "d"
-        if args.command == "inspect":
-            _materialize(store, local, records=args.records)
-            from .tools.inspection import run as command
-
-            kwargs = {"as_json": args.json, "records": args.records}
-        else:
-            try:
-                _materialize(store, local, records=None)
-            except ManifestError as exc:
-                if not exc.damaged:
-                    raise
-                return _damaged_manifest(exc, scrub_url(store.url))  # damage found, as for a local dataset: exit 1
-            from .tools.verify.command import run as command
-
-            kwargs = {"decode": args.decode, "quiet": args.quiet}
+    def run(self, command: Callable[..., int], **options: Any) -> int:
+        """``command(path, stdout=..., stderr=..., **options)`` (a local tool's
+        ``run``), its output printed with the URL where it names the local copy."""
         out, err = io.StringIO(), io.StringIO()
         try:
-            code = command(str(local), stdout=out, stderr=err, **kwargs)
+            return command(str(self.path), stdout=out, stderr=err, **options)
         finally:
-            shown = scrub_url(store.url)
-            sys.stdout.write(out.getvalue().replace(str(local), shown))
-            sys.stderr.write(err.getvalue().replace(str(local), shown))
-    return code
+            sys.stdout.write(out.getvalue().replace(str(self.path), self.shown))
+            sys.stderr.write(err.getvalue().replace(str(self.path), self.shown))
+
+
+@contextlib.contextmanager
+def materialized(url: str, *, records: int | None = None) -> Iterator[Materialized]:
+    """The dataset at ``url`` copied into a temporary directory, removed on
+    exit: every file when ``records`` is None, else what :func:`_materialize`
+    says ``inspect`` needs to show that many records.
+
+    Raises:
+        ManifestError: a manifest there cannot be read (``damaged`` when it is damaged or edited).
+        ConfigError: no manifest there.
+    """
+    store = Store(url)
+    with tempfile.TemporaryDirectory(prefix="fastdata-remote-") as tmp:
+        local = Path(tmp) / "d"
+        _materialize(store, local, records=records)
+        yield Materialized(local, scrub_url(store.url))
+
+
+def inspect(url: str, *, as_json: bool, records: int) -> int:
+    """``fastdata inspect URL``: the shards holding the first ``records`` records are downloaded."""
+    from .tools.inspection import run
+
+    with materialized(url, records=records) as local:
+        return local.run(run, as_json=as_json, records=records)
+
+
+def verify(url: str, *, decode: bool, quiet: bool, workers: int) -> int:
+    """``fastdata verify URL``: every file is downloaded, then verified; a
+    damaged manifest is damage found (exit 1), as for a local dataset."""
+    from .tools.verify.command import run
+
+    try:
+        with materialized(url) as local:
+            return local.run(run, decode=decode, quiet=quiet, workers=workers)
+    except ManifestError as exc:
+        if not exc.damaged:
+            raise
+        return _damaged_manifest(exc, scrub_url(url.rstrip("/")))
 
 
 def _damaged_manifest(exc: ManifestError, shown: str) -> int:
