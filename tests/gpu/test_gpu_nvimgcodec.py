@@ -19,7 +19,6 @@ from fastdata.decode import decode as cpu_decode
 from fastdata.decode import read_info
 from fastdata.errors import MissingDependencyError
 from fastdata.gpu import CPUDecoder, GPUDecode, NvImageCodecDecoder, backends
-from fastdata.gpu.probe import JPEG
 
 from ._photos import hymenoptera  # noqa: F401 - the fixture
 from ._photos import TOLERANCE_MEAN, photos, train_transform
