@@ -4,6 +4,7 @@ mid-epoch, on the same set-up or another (built in :mod:`fastdata.loading.make`)
 
 from __future__ import annotations
 
+import os
 import traceback
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -14,6 +15,7 @@ from ..errors import ConfigError
 from ..order.generators import Seeding
 from ..order.progress import Pass, unread_after
 from ..order.unread import Unread
+from ..remote import hooks as remote_hooks
 from .prefetch import CUDAPrefetcher
 from .sampler import ShardedSampler
 from .seeding import WorkerSeeder
@@ -99,9 +101,20 @@ class Loader:
         self._token = token
         self.order.set_epoch(epoch)
         self.order.set_unread(self._unread)
+        self._read_ahead(epoch)
         self._seeder.epoch = epoch  # read when this epoch's workers start
         self._active = self._count(iter(self.prefetcher if self.prefetcher is not None else self.dataloader), token)
         return self._active
+
+    def _read_ahead(self, epoch: int) -> None:
+        """A remote map-style dataset: the first shards of this rank's order
+        start downloading while the workers start (each worker reads ahead
+        from the shard it opens); a no-op for local files."""
+        shards = getattr(self.dataset, "shards", None)
+        paths = getattr(shards, "paths", None)
+        if not isinstance(self.order, ShardedSampler) or not paths or not remote_hooks.is_localized(os.path.dirname(paths[0])):
+            return
+        shards.read_ahead(self.order.share_of(epoch, self._unread).records(total=self.order.length))
 
     def _count(self, batches: Iterator[Any], token: object) -> Iterator[Any]:
         try:

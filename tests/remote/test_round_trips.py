@@ -1,0 +1,81 @@
+"""The requests of a remote epoch, counted by a loopback proxy in front of
+SeaweedFS (see proxies.py): one GET per file the manifest lists, no HEAD for
+a file whose size the manifest records, nothing fetched twice -- and a
+manifest written before sizes were recorded still reads, asking the size."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from proxies import LatencyProxy
+from remotekit import make_dataset, upload
+
+import fastdata
+from fastdata.formats import Manifest
+from fastdata.formats._atomic import write_text_atomic
+from fastdata.formats.manifest import MANIFEST_NAME, SIZES_EXTRA
+from fastdata.remote import localize
+
+BUCKET = "fastdata-round-trips"
+
+
+@pytest.fixture(scope="module")
+def dataset(s3, tmp_path_factory):
+    """``(url, image bytes -> index, manifest)``: 80 samples in 8 RecordIO shards."""
+    fs = s3.client()
+    if not fs.exists(BUCKET):
+        fs.mkdir(BUCKET)
+    local = tmp_path_factory.mktemp("round-trips") / "ds"
+    ids = make_dataset(local, "recordio", n=80, shards=8)
+    upload(fs, local, f"{BUCKET}/sized")
+    return f"s3://{BUCKET}/sized", ids, Manifest.read(local), local
+
+
+@pytest.fixture(scope="module")
+def proxy(s3):
+    with LatencyProxy(s3.ports["s3"], 0.0) as p:
+        yield p
+
+
+def _epoch(proxy, url, cache, *, streaming: bool) -> list[bytes]:
+    directory = localize(url, cache_dir=cache, storage_options={"endpoint_url": proxy.url})
+    ds = fastdata.open_dataset(directory, decode=False, streaming=streaming)
+    loader = fastdata.make_loader(ds, 10, train=False, workers=2, collate_fn=lambda batch: batch)
+    try:
+        return [image for batch in loader for image, _ in batch]
+    finally:
+        loader.close()
+
+
+def _objects(requests, prefix: str) -> Counter:
+    return Counter((q.method, q.path.split(prefix + "/", 1)[1]) for q in requests if prefix + "/" in q.path)
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map", "stream"])
+def test_an_epoch_gets_each_file_once_and_asks_no_size(dataset, proxy, tmp_path, streaming):
+    url, ids, manifest, _ = dataset
+    proxy.reset()
+    images = _epoch(proxy, url, tmp_path / "cache", streaming=streaming)
+    assert sorted(ids[image] for image in images) == list(range(80))
+    asked = _objects(proxy.reset(), f"/{BUCKET}/sized")
+    heads = sorted(name for (method, name) in asked if method == "HEAD")
+    assert heads == [], f"HEAD for {heads}: the manifest gives their sizes"
+    wanted = {("GET", name) for name in [MANIFEST_NAME, *manifest.files()]}
+    assert set(asked) == wanted and set(asked.values()) == {1}, asked  # every file once, nothing else
+    assert sum(asked.values()) == 1 + 8 * 3 + len(manifest.extra_files())  # 27 for this dataset: no regression
+
+
+def test_a_manifest_without_sizes_still_reads_asking_each_small_file_its_size(s3, dataset, proxy, tmp_path):
+    url, ids, _, local = dataset
+    older = Manifest.read(local)
+    sizes = older.extra.pop(SIZES_EXTRA)
+    fs = s3.client()
+    upload(fs, local, f"{BUCKET}/unsized")
+    write_text_atomic(tmp_path / MANIFEST_NAME, older.to_json())  # as a fastdata before sizes wrote it
+    fs.put_file(str(tmp_path / MANIFEST_NAME), f"{BUCKET}/unsized/{MANIFEST_NAME}")
+    proxy.reset()
+    images = _epoch(proxy, f"s3://{BUCKET}/unsized", tmp_path / "cache", streaming=False)
+    assert sorted(ids[image] for image in images) == list(range(80))
+    asked = _objects(proxy.reset(), f"/{BUCKET}/unsized")
+    assert sorted(name for (method, name) in asked if method == "HEAD") == sorted(sizes)
