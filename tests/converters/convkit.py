@@ -72,3 +72,10 @@ def make_folder(root: Path, layout: dict[str, int]) -> dict[str, bytes]:
 
 def manifest_json(directory: Path) -> dict:
     return json.loads((directory / "manifest.json").read_text())
+
+
+def flip_byte(path: Path, mask: int = 0xFF) -> None:
+    """Damage ``path`` in place: the byte in its middle XORed with ``mask`` (same size, another CRC)."""
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= mask
+    path.write_bytes(bytes(data))

@@ -10,7 +10,7 @@ import http.server
 import threading
 
 import pytest
-from convkit import make_folder, run_cli
+from convkit import flip_byte, make_folder, run_cli
 
 pytest.importorskip("aiohttp", reason="HTTP reads need fastdata[remote]")
 
@@ -58,9 +58,7 @@ def test_verify_and_inspect_of_a_url_name_the_url_and_leave_no_copy(served, temp
 def test_verify_of_a_url_reports_damage_with_the_url(served, temp_root, capsys):
     folder, url = served
     shard = sorted(folder.glob("*.rec"))[1]
-    data = bytearray(shard.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    shard.write_bytes(bytes(data))
+    flip_byte(shard)
     code, out, _ = run_cli(capsys, "verify", url)
     assert code == 1
     assert f"fastdata verify: PROBLEM {url}/{shard.name}: crc32c differs from the manifest's" in out

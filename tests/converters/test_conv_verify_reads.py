@@ -13,7 +13,7 @@ from collections import Counter
 
 import lmdb
 import pytest
-from convkit import run_cli
+from convkit import flip_byte, run_cli
 
 from fastdata.converters.tools.verify import command as verification
 from fastdata.formats.manifest import Manifest
@@ -122,9 +122,7 @@ def test_a_damaged_shard_is_still_named_with_its_digest_and_records(converted, t
     shutil.copytree(converted / "recordio", ds)
     shard = Manifest.read(ds).shards[1]
     rec = ds / shard.file
-    data = bytearray(rec.read_bytes())
-    data[len(data) // 2] ^= 0x01
-    rec.write_bytes(bytes(data))
+    flip_byte(rec, 0x01)
     code, out, _ = run_cli(capsys, "verify", ds)
     assert code == 1
     assert f"PROBLEM {rec}: crc32c differs from the manifest's" in out
