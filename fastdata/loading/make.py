@@ -102,8 +102,11 @@ def make_loader(
             False or ``(rank, world_size)``; see :func:`fastdata.order.ranks.from_distributed`.
         decode: ``"cpu"`` (workers decode and augment), ``"cuda"`` (workers
             read bytes and draw the crops; the GPU decodes, crops and
-            normalises each batch: :mod:`fastdata.gpu`), ``"auto"`` (cuda
-            when it can) or :class:`fastdata.gpu.GPUDecode` settings. With
+            normalises each batch: :mod:`fastdata.gpu`), ``"auto"`` (with
+            CUDA, the hybrid: a share of each batch, set online by the
+            stage's timers, is cropped by the workers' compiled decoder and
+            the rest decoded on the GPU; without CUDA, ``"cpu"``) or
+            :class:`fastdata.gpu.GPUDecode` settings (``cpu_share=`` fixes the share). With
             a GPU decode, ``kind="auto"`` workers are processes: they only
             parse headers and draw crops, which holds the GIL.
         **dataloader_keywords: torch DataLoader's ``num_workers``,
