@@ -45,7 +45,11 @@ class Materialized:
 
     def run(self, command: Callable[..., int], **options: Any) -> int:
         """``command(path, stdout=..., stderr=..., **options)`` (a local tool's
-        ``run``), its output printed with the URL where it names the local copy."""
+        ``run``), its output printed with the URL where it names the local copy.
+
+        The text is rewritten, not the tool told: the tool's lines and the
+        format readers' error messages name files by their local path, and the
+        copy's folder has a unique temporary name, so the rewrite is exact."""
         out, err = io.StringIO(), io.StringIO()
         try:
             return command(str(self.path), stdout=out, stderr=err, **options)

@@ -32,7 +32,7 @@ Finish = Callable[[ShardPlan, ShardRecord, str], None]
 
 
 @dataclasses.dataclass(frozen=True)
-class Written:
+class _Written:
     """What a finished task sent back: its record and its lines of ``sources.jsonl``."""
 
     record: ShardRecord
@@ -45,7 +45,7 @@ class _CutShard:
     once its last piece is handed out, how many it has."""
 
     shard: ShardPlan
-    written: dict[int, Written] = dataclasses.field(default_factory=dict)
+    written: dict[int, _Written] = dataclasses.field(default_factory=dict)
     pieces: int | None = None
 
     def complete(self) -> bool:
@@ -135,7 +135,7 @@ class ShardScheduler:
         if isinstance(task, _Joining):
             self._finish(task.shard, ShardRecord.joined(task.records, outcome.result()), task.lines)
             return
-        written = Written(*outcome.result())
+        written = _Written(*outcome.result())
         self._speed.add(task.size, outcome.seconds)
         if task.pieces == 1:
             self._finish(task.shard, written.record, written.lines)
