@@ -54,6 +54,8 @@ import time
 import zlib
 from pathlib import Path
 
+from photos import photo_folder
+
 # The plain loop (fastdata.bench.plain_recordio, loaded by its path: its package's imports would be start-up
 # the plain loop does not have), run as its own process (python -c) so that its start-up counts like the CLI's.
 PLAIN = r"""
@@ -147,20 +149,6 @@ def plain_loop_file() -> str:
     import fastdata.bench.plain_recordio
 
     return fastdata.bench.plain_recordio.__file__
-
-
-def photos_dir(args: argparse.Namespace) -> Path:
-    """The photos to copy: ``--photos``, else ``--generate`` generated ones."""
-    if args.photos is not None:
-        if not args.photos.is_dir():
-            raise SystemExit(f"convert_scaling: --photos {args.photos}: no such folder; give an ImageFolder of JPEGs "
-                             "(class folders of .jpg files), or leave --photos out to generate photos")
-        return args.photos.resolve()
-    from fastdata.bench.default_data import default_dataset  # photo-like JPEGs, made with Pillow
-
-    generated = args.scratch / f"generated-{args.generate}"
-    print(f"convert_scaling: no --photos: using {args.generate} generated photos in {generated}", file=sys.stderr)
-    return default_dataset(args.generate, root=generated)
 
 
 def link(src: Path, dst: Path) -> None:
@@ -265,7 +253,11 @@ def main(argv: list[str] | None = None) -> int:
     need_fastdata()
     args.scratch = args.scratch.resolve()  # the timed commands run there: every path they get is absolute
     args.scratch.mkdir(parents=True, exist_ok=True)
-    src = args.src.resolve() if args.src else build_source(photos_dir(args), args.copies, args.scratch)
+    if args.src is not None:
+        src = args.src.resolve()
+    else:
+        photos = photo_folder("convert_scaling", args.photos, args.generate).resolve()
+        src = build_source(photos, args.copies, args.scratch)
     images = count_images(src)
     if not images:
         raise SystemExit(f"convert_scaling: {src} holds no .jpg/.jpeg files; give an ImageFolder of JPEGs")
