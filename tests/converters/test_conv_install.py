@@ -83,6 +83,8 @@ def test_pip_install_gives_a_working_command(tmp_path, small_folder, editable):
     proc = _run([fastdata, "convert", tmp_path / "src", tmp_path / "out", "--format", "recordio", "-q"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "out" / "manifest.json").is_file()
+    proc = _run([fastdata, "verify", tmp_path / "out"], cwd=tmp_path)  # the converters' sub-packages ship too
+    assert proc.returncode == 0 and "OK, 1 records in 1 shard(s) read" in proc.stdout, proc.stdout + proc.stderr
 
 
 def test_module_entry_point_matches_pyproject():
