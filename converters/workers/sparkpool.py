@@ -29,8 +29,9 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
 
-def _spark_task(cwd: str, init: Callable[..., None], table: Any, fn: Callable[..., Any], args: tuple) -> tuple[bool, Any]:
-    return run_task(cwd, init, f"spark-{table.id}", lambda: table.value, fn, args)
+def _spark_task(cwd: str, init: Callable[..., None], key: str, table: Any, fn: Callable[..., Any],
+                args: tuple) -> tuple[bool, Any]:
+    return run_task(cwd, init, key, lambda: table.value, fn, args)
 
 
 class SparkPool:
@@ -60,9 +61,9 @@ class SparkPool:
 
     def _run(self, fn: Callable[..., Any], args: tuple) -> tuple[bool, Any]:
         self._sc.setJobGroup(self._group, "fastdata convert: one shard", interruptOnCancel=True)
-        cwd, init, table = self._cwd, self._init, self._table
+        cwd, init, key, table = self._cwd, self._init, self._group, self._table
         rdd = self._sc.parallelize([0], 1)
-        return rdd.map(lambda _: _spark_task(cwd, init, table, fn, args)).collect()[0]
+        return rdd.map(lambda _: _spark_task(cwd, init, key, table, fn, args)).collect()[0]
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> int:
         token = next(self._tokens)
@@ -91,7 +92,7 @@ class SparkPool:
             seconds = time.monotonic() - self._submitted.pop(token)
             error = future.exception()
             if error is not None:  # the job failed spark.task.maxFailures times: a worker or executor died
-                raise WorkerDied(f"a Spark task failed on every attempt: {str(error).splitlines()[0][:500]}")
+                raise WorkerDied(f"a Spark task failed on every attempt: {_python_error(error)}")
             ok, value = future.result()
             done.append((token, Outcome(value, seconds=seconds) if ok else Outcome(error=value, seconds=seconds)))
         return done
@@ -109,3 +110,16 @@ class SparkPool:
         self._futures.clear()
         self._table.unpersist()
         remove_attempts(self._folders)
+
+
+def _python_error(error: BaseException) -> str:
+    """The Python error at the end of the traceback a Spark job failure carries
+    (its text is the Python traceback, then the JVM's stack)."""
+    lines = []
+    for line in str(error).splitlines():
+        if line.startswith("\tat ") or line.lstrip().startswith("at org."):
+            break
+        if line.strip():
+            lines.append(line.strip())
+    found = [line for line in lines if not line.startswith(("File ", "^", "SQLSTATE"))]
+    return (found[-1] if found else type(error).__name__)[:500]

@@ -1,0 +1,180 @@
+"""Engines on this machine for the tests and the benchmark: a two-node Ray
+cluster (``ray start --head`` and a second ``ray start --address``, on
+127.0.0.1 only) and a Spark ``local[2,2]`` session, each stopped by the
+process ids it started."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+#: What an engine test says when its engine is not installed (CI installs them: .ci/run).
+MISSING = "needs {what}: pip install -e '.[{extra}]' (CI installs it: .ci/run)"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RayNodes:
+    """A local Ray cluster of ``nodes`` nodes with one CPU each, each node a
+    ``ray start --block`` in a process group of its own, so that a node can
+    be made to leave (:meth:`kill_node`) and everything is stopped by id."""
+
+    def __init__(self, logs: Path, *, nodes: int = 2, env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.nodes: list[subprocess.Popen] = []
+        self._logs = logs
+        self._env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **(env or {})}
+        ray_cli = str(Path(sys.executable).with_name("ray"))
+        self._cli = ray_cli if os.path.exists(ray_cli) else shutil.which("ray") or "ray"
+        try:
+            for n in range(nodes):
+                self._start(n)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, n: int) -> None:
+        common = ["--block", "--node-ip-address=127.0.0.1", "--num-cpus=1", "--object-store-memory=100000000"]
+        if n == 0:
+            args = ["--head", f"--port={self.port}", "--include-dashboard=false", "--disable-usage-stats"]
+        else:
+            args = [f"--address={self.address}"]
+        log = open(self._logs / f"ray-node-{n}.log", "wb")
+        self.nodes.append(subprocess.Popen([self._cli, "start", *args, *common], stdout=log, stderr=subprocess.STDOUT,
+                                           env=self._env, start_new_session=True))
+        if n == 0:
+            _wait_for_port(self.port, self.nodes[0], self._logs / "ray-node-0.log")
+
+    def connect(self, timeout: float = 120.0) -> None:
+        """``ray.init`` this process into the cluster and wait for every node to join."""
+        import ray
+
+        ray.init(address=self.address, log_to_driver=False, configure_logging=False)
+        deadline = time.monotonic() + timeout
+        while sum(node["Alive"] for node in ray.nodes()) < len(self.nodes):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the Ray cluster at {self.address} has {ray.nodes()} after {timeout} s")
+            time.sleep(0.2)
+
+    def group(self, n: int) -> set[int]:
+        """The process ids of node ``n``: its ``ray start`` and every process
+        below it (Ray's worker processes are in sessions of their own, so not
+        in its process group)."""
+        parents = _parents()
+        found = {self.nodes[n].pid}
+        grew = True
+        while grew:
+            more = {pid for pid, parent in parents.items() if parent in found} - found
+            found |= more
+            grew = bool(more)
+        return found
+
+    def kill_node(self, n: int) -> None:
+        """Node ``n`` leaves at once: SIGKILL to every one of its processes."""
+        _kill_all(self.group(n))
+        self.nodes[n].wait(30)
+
+    def stop(self) -> None:
+        """Stop every node, the workers first (``ray start --block`` stops its
+        node's processes on SIGTERM); then SIGKILL whatever is left of each group."""
+        try:
+            import ray
+
+            ray.shutdown()
+        except ImportError:
+            pass
+        everything = set().union(*(self.group(n) for n in range(len(self.nodes))))
+        for node in reversed(self.nodes):
+            if node.poll() is None:
+                try:
+                    os.killpg(node.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    continue
+                try:
+                    node.wait(5)
+                except subprocess.TimeoutExpired:
+                    pass
+            try:
+                os.killpg(node.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                node.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
+        _kill_all(everything)  # workers in sessions of their own, should one outlive its raylet
+
+
+def _parents() -> dict[int, int]:
+    """Every process's parent, by pid."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+    return parents
+
+
+def _kill_all(pids: set[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _wait_for_port(port: int, process: subprocess.Popen, log: Path, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"ray start exited with {process.returncode}: {log.read_text(errors='replace')[-2000:]}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise TimeoutError(f"the Ray head did not open port {port} in {timeout} s: {log.read_text(errors='replace')[-2000:]}")
+
+
+def task_processes(nodes: RayNodes, n: int | None = None) -> list[int]:
+    """The Ray worker processes running a shard task now (their title is
+    ``ray::_ray_task``), on node ``n`` or any."""
+    groups = set().union(*(nodes.group(k) for k in (range(len(nodes.nodes)) if n is None else [n])))
+    found = []
+    for pid in groups:
+        try:
+            title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+        except OSError:
+            continue
+        if title.startswith(b"ray::_ray_task"):
+            found.append(pid)
+    return found
+
+
+def spark_session(cores: int = 2, attempts: int = 2, **conf: str):
+    """A Spark session on this machine: ``local[cores,attempts]`` (a failed
+    task is tried ``attempts`` times), on 127.0.0.1, without its web UI."""
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.master(f"local[{cores},{attempts}]").appName("fastdata tests")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.driver.memory", "512m").config("spark.driver.host", "127.0.0.1")
+               .config("spark.driver.bindAddress", "127.0.0.1").config("spark.python.worker.reuse", "true"))
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("OFF")
+    return session

@@ -1,0 +1,102 @@
+"""``fastdata convert --engine ray`` on a two-node local cluster, and
+``fastdata.ray.read_shards``: the same bytes as one machine, the same samples
+as the loader, and a worker or a node lost mid-run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from clusters import task_processes
+from conftest import CONVERT
+
+from fastdata.converters.cli import main
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def files(directory: Path) -> dict[str, bytes]:
+    """Every file below ``directory`` (hidden ones too: a stray attempt folder counts) by relative path."""
+    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def convert_in_thread(photos: Path, out: Path) -> tuple[threading.Thread, list[int]]:
+    codes: list[int] = []
+    thread = threading.Thread(target=lambda: codes.append(main(["convert", str(photos), str(out), *CONVERT,
+                                                                 "--engine", "ray"])), daemon=True)
+    thread.start()
+    return thread, codes
+
+
+def wait_for_task(nodes, node: int | None, thread: threading.Thread, timeout: float = 120.0) -> int:
+    """The pid of a worker running a shard task (on ``node``, or any), once there is one."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and thread.is_alive():
+        found = task_processes(nodes, node)
+        if found:
+            return found[0]
+        time.sleep(0.02)
+    pytest.fail(f"no shard task ran on node {node} within {timeout} s (the conversion {'ended' if not thread.is_alive() else 'is stuck'})")
+
+
+def test_two_nodes_write_the_bytes_of_one_machine(ray_nodes, photos, reference, tmp_path):
+    out = tmp_path / "ray"
+    assert main(["convert", str(photos), str(out), *CONVERT, "--engine", "ray"]) == 0
+    assert files(out) == files(reference)
+    assert main(["verify", str(out), "-q"]) == 0
+
+
+def test_a_worker_killed_mid_shard_is_retried(ray_nodes, photos, reference, tmp_path):
+    out = tmp_path / "killed"
+    thread, codes = convert_in_thread(photos, out)
+    victim = wait_for_task(ray_nodes, None, thread)
+    os.kill(victim, signal.SIGKILL)
+    thread.join(300)
+    assert codes == [0], "the conversion did not finish after a worker was killed"
+    assert files(out) == files(reference)  # every record once, no partial or attempt file left
+
+
+def test_read_shards_gives_the_loaders_samples(ray_nodes, reference):
+    import ray
+
+    from fastdata import make_loader, open_dataset
+    from fastdata.ray import read_shards
+    from fastdata.transforms import Compose, RandomHorizontalFlip, RandomResizedCrop
+
+    ray.data.DataContext.get_current().execution_options.preserve_order = True
+    transform = Compose([RandomResizedCrop(48), RandomHorizontalFlip()])
+    rows = read_shards(str(reference), seed=7, epoch=2, transform=transform, tasks=3).take_all()
+    loader = make_loader(open_dataset(str(reference), transform=transform), 10, seed=7, workers=0, drop_last=False)
+    loader.set_epoch(2)
+    images, targets = [], []
+    for batch, labels in loader:
+        images.extend(batch)
+        targets.extend(labels.tolist())
+    assert len(rows) == len(images) == 101
+    assert [int(r["target"]) for r in rows] == targets
+    assert all(np.array_equal(image.numpy().transpose(1, 2, 0), r["image"]) for image, r in zip(images, rows))
+    # another epoch draws other crops: the rows depend on the epoch, not only the seed
+    again = read_shards(str(reference), seed=7, epoch=3, transform=transform, tasks=3).take(5)
+    assert any(not np.array_equal(a["image"], b["image"]) for a, b in zip(again, rows))
+    plain = read_shards(str(reference)).take_all()  # stored order, one task per shard, undecoded
+    assert [r["key"] for r in plain] == list(range(101))
+    from fastdata import open_dataset as reopen
+
+    stored = reopen(str(reference))
+    assert [r["bytes"] for r in plain[:5]] == [stored.encoded(i)[0] for i in range(5)]
+
+
+def test_a_node_that_leaves_mid_run(ray_nodes, photos, reference, tmp_path):
+    """Last in this module: the cluster is one node afterwards."""
+    out = tmp_path / "node-left"
+    thread, codes = convert_in_thread(photos, out)
+    wait_for_task(ray_nodes, 1, thread)
+    ray_nodes.kill_node(1)
+    thread.join(300)
+    assert codes == [0], "the conversion did not finish on the node that stayed"
+    assert files(out) == files(reference)
