@@ -152,7 +152,6 @@ def test_a_timed_command_that_cannot_import_fastdata_says_one_line_not_its_sourc
         ("bench_stability.py", ["no-such-folder"], "no-such-folder: no such folder"),
         ("decode_backends.py", ["no-such-folder"], "IMAGE_FOLDER no-such-folder: no such folder"),
         ("copy_ceiling.py", ["--src", "no-such-folder"], "--src no-such-folder: no such folder"),
-        ("workers.py", ["no-such-folder"], "no-such-folder: no such folder"),
     ],
 )
 def test_a_missing_source_is_one_line_naming_it_and_the_way_out(clone, tmp_path, name, argv, says):
