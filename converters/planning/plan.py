@@ -102,7 +102,7 @@ class Plan:
         ``path_prefix`` + rel), its sample ids as a range when they are
         consecutive (always, from :func:`make_plan`). Version 1 had
         one ``[path, rel, label, size]`` list per item: columns save in half
-        the time and load in a third (benchmarks/main_process_cost.py), and a
+        the time and load in a third (benchmarks/results/main_process_cost-2026-11-25.json), and a
         plan is saved by every conversion and read by every resume and node."""
         doc = {
             "plan_version": PLAN_VERSION,

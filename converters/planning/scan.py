@@ -90,7 +90,7 @@ def without_gc() -> Iterator[None]:
     They are millions of small objects that live as long as the conversion and
     hold no cycles, and the collector would traverse them all again each time
     the heap grows by a quarter: about 1 of the scan's 6 µs per file and half
-    of reading a plan, on 100,000 files (see benchmarks/main_process_cost.py).
+    of reading a plan, on 100,000 files (benchmarks/results/main_process_cost-2026-11-25.json).
     """
     enabled = gc.isenabled()
     gc.disable()
