@@ -103,9 +103,7 @@ class JoinJob:
     """Joining the pieces of a cut shard into ``target`` (picklable).
 
     ``pieces`` in order; ``leftovers``: the folder they were written in,
-    removed once joined; ``fsync``: as :attr:`ShardJob.fsync`. (Named
-    ``target``, not ``path``: an engine's pool moves a job with a ``path``
-    into an attempt folder of its own: ``workers/attempts.py``.)
+    removed once joined; ``fsync``: as :attr:`ShardJob.fsync`.
     """
 
     format: str
