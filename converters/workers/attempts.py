@@ -5,7 +5,8 @@ On one machine a shard's task runs once, or is redone after its worker died.
 On a cluster an attempt may be retried while its first try still runs
 somewhere (a node that lost contact, Spark's speculative copy), so two
 attempts of a shard must never write the same file. A task whose first
-argument is a shard job (a frozen dataclass with a ``path``: :class:`.work.ShardJob`)
+argument is a shard job (a frozen dataclass with a ``path``: :class:`.work.ShardJob`;
+or a ``target``: the join of a cut shard's pieces, :class:`.work.JoinJob`)
 writes its files in a folder of its own beside the shard,
 ``.fastdata-attempt-<random>/``, and only an attempt that finished moves them
 to their final names (one ``rename`` each). A shard's bytes depend only on its
@@ -29,6 +30,9 @@ from typing import Any
 #: Names the folder of one attempt of a shard, beside the shard's final files.
 ATTEMPT_PREFIX = ".fastdata-attempt-"
 
+#: The fields that name where a job writes its shard, by kind of job.
+_OUTPUT_FIELDS = ("path", "target")
+
 #: The init already run in this worker process, by the key of its arguments
 #: (a worker process outlives a conversion: Ray and Spark reuse them).
 _INITIALISED: dict[str, Any] = {"key": None}
@@ -51,22 +55,31 @@ def run_task(cwd: str, init: Callable[..., None], init_key: str, get_args: Calla
         init(None, *get_args())
         _INITIALISED["key"] = init_key
     try:
-        if args and dataclasses.is_dataclass(args[0]) and isinstance(getattr(args[0], "path", None), str):
-            return True, _isolated(fn, args)
-        return True, fn(*args)
+        field = _output_field(args)
+        return True, (_isolated(fn, args, field) if field is not None else fn(*args))
     except Exception as exc:  # noqa: BLE001 - raised again by the driver, as a local pool does
         return False, exc
 
 
-def _isolated(fn: Callable[..., Any], args: tuple) -> Any:
-    """``fn(job, *rest)`` with ``job.path`` moved into an attempt folder of its
-    own; the files it leaves there get their final names once it returns."""
+def _output_field(args: tuple) -> str | None:
+    """The field of a shard job (the task's first argument) that names its output, or None."""
+    if args and dataclasses.is_dataclass(args[0]):
+        for field in _OUTPUT_FIELDS:
+            if isinstance(getattr(args[0], field, None), str):
+                return field
+    return None
+
+
+def _isolated(fn: Callable[..., Any], args: tuple, field: str) -> Any:
+    """``fn(job, *rest)`` with the file ``job.<field>`` names moved into an
+    attempt folder of its own; the files it leaves there get their final names
+    once it returns."""
     job, rest = args[0], args[1:]
-    final = Path(job.path)
+    final = Path(getattr(job, field))
     attempt = final.parent / f"{ATTEMPT_PREFIX}{uuid.uuid4().hex}"
     attempt.mkdir()
     try:
-        value = fn(dataclasses.replace(job, path=str(attempt / final.name)), *rest)
+        value = fn(dataclasses.replace(job, **{field: str(attempt / final.name)}), *rest)
         for entry in sorted(attempt.iterdir()):
             _commit(entry, final.parent / entry.name)
     finally:
@@ -103,6 +116,5 @@ def remove_attempts(folders: Iterable[str | os.PathLike[str]]) -> int:
 
 def job_folder(args: tuple) -> str | None:
     """The folder a task's attempts write in (None for a task that is not a shard job)."""
-    if args and dataclasses.is_dataclass(args[0]) and isinstance(getattr(args[0], "path", None), str):
-        return os.path.abspath(os.path.dirname(args[0].path))
-    return None
+    field = _output_field(args)
+    return os.path.abspath(os.path.dirname(getattr(args[0], field))) if field is not None else None

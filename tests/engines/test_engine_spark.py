@@ -1,0 +1,111 @@
+"""``fastdata convert --engine spark`` on Spark ``local[2,2]``: the bytes of
+one machine; a task whose first attempt dies half-way, two attempts of one
+task at once (what speculation does), and a task that never succeeds."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import CONVERT
+
+from fastdata.converters.cli import main
+from fastdata.converters.workers import sparkpool
+from fastdata.converters.workers.attempts import ATTEMPT_PREFIX, job_folder
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def files(directory: Path) -> dict[str, bytes]:
+    """Every file below ``directory`` (hidden ones too: a stray attempt folder counts) by relative path."""
+    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def _half_written_then_dead(args: tuple) -> None:
+    """What a worker killed half-way leaves: an attempt folder with part of a shard; then it dies."""
+    folder = job_folder(args)
+    if folder is not None:
+        dead = Path(folder) / f"{ATTEMPT_PREFIX}killed-{os.getpid()}"
+        dead.mkdir(exist_ok=True)
+        (dead / Path(args[0].path).name).write_bytes(b"half a shard")
+    os._exit(1)
+
+
+def dies_on_first_attempt(cwd, init, key, table, fn, args):
+    from pyspark import TaskContext
+
+    from fastdata.converters.workers import sparkpool as real
+
+    if TaskContext.get().attemptNumber() == 0:
+        _half_written_then_dead(args)
+    return real._spark_task(cwd, init, key, table, fn, args)
+
+
+def always_dies(cwd, init, key, table, fn, args):
+    _half_written_then_dead(args)
+
+
+def two_attempts_at_once(cwd, init, key, table, fn, args):
+    """Two attempts of one task writing the same shard at the same time, as a
+    speculative copy does on a cluster (local mode never launches one: its one
+    host already runs the first)."""
+    from fastdata.converters.workers import sparkpool as real
+
+    answers = []
+    racers = [threading.Thread(target=lambda: answers.append(real._spark_task(cwd, init, key, table, fn, args)))
+              for _ in range(2)]
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join()
+    # Spark keeps the first attempt that succeeds; the other may fail (a join's
+    # pieces are gone once one attempt joined them) or be killed
+    return next((answer for answer in answers if answer[0]), answers[0])
+
+
+@pytest.fixture()
+def task(monkeypatch):
+    """Replace the function each Spark task runs (shipped by value to the Python workers)."""
+    from pyspark import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    yield lambda fn: monkeypatch.setattr(sparkpool, "_spark_task", fn)
+    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+
+def convert(photos: Path, out: Path) -> int:
+    return main(["convert", str(photos), str(out), *CONVERT, "--engine", "spark"])
+
+
+def test_spark_writes_the_bytes_of_one_machine(spark, photos, reference, tmp_path):
+    out = tmp_path / "spark"
+    assert convert(photos, out) == 0
+    assert files(out) == files(reference)
+    assert main(["verify", str(out), "-q"]) == 0
+
+
+def test_a_first_attempt_that_dies_half_way(spark, task, photos, reference, tmp_path):
+    task(dies_on_first_attempt)
+    out = tmp_path / "retried"
+    assert convert(photos, out) == 0
+    assert files(out) == files(reference)  # no half shard, no attempt folder, every record once
+
+
+def test_two_attempts_of_one_task_at_once(spark, task, photos, reference, tmp_path):
+    task(two_attempts_at_once)
+    out = tmp_path / "speculated"
+    assert convert(photos, out) == 0
+    assert files(out) == files(reference)
+
+
+def test_a_task_that_never_succeeds_leaves_no_manifest(spark, task, photos, tmp_path, capsys):
+    task(always_dies)
+    out = tmp_path / "failed"
+    assert convert(photos, out) == 2
+    err = capsys.readouterr().err
+    assert "Spark task failed on every attempt" in err and "--resume" in err
+    assert not (out / "manifest.json").exists()
+    assert not [p for p in out.rglob("*") if p.name.startswith(ATTEMPT_PREFIX)]
