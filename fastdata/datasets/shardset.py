@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FormatError
+from ..errors import FastDataError, FormatError
 from ..formats import checksums, registry
 from ..formats.manifest import source_at
 from ..remote import hooks as remote_hooks
@@ -174,7 +174,11 @@ class ShardSet:
         converter listed it; None otherwise. Reads the list: for error messages."""
         if self.sources_file is None or not 0 <= local < int(self.counts[shard]):
             return None
-        return source_at(self.sources_file, int(self.starts[shard]) + local)
+        try:
+            listing = remote_hooks.local_file(self.sources_file)  # a remote dataset's list comes when first needed
+        except (FastDataError, OSError):  # only decoration: never hide the error it would describe
+            return None
+        return source_at(listing, int(self.starts[shard]) + local)
 
     def name(self, shard: int, local: int) -> str:
         """How errors and ``EncodedImage`` name a record: ``path record 12``."""

@@ -1,7 +1,8 @@
 """A remote dataset seen as a local directory whose shards arrive on first open.
 
-:func:`localize` fetches ``manifest.json`` (and the small files it names)
-into ``CACHE/<name>-<hash>/`` with a settings file, ``.fastdata-remote.json``.
+:func:`localize` fetches ``manifest.json`` (and the small files it names but
+the list of source files, which an error message fetches when it first needs
+it) into ``CACHE/<name>-<hash>/`` with a settings file, ``.fastdata-remote.json``.
 Every dataset class then opens that directory like any other; when a shard
 is opened, :func:`fastdata.remote.hooks.local_file` finds the settings file
 beside it and downloads the shard (checked against the manifest's size and
@@ -109,8 +110,10 @@ def localize(
         write_text_atomic(old, text)
     _MIRRORS.pop(str(directory), None)
     mirror = mirror_of(directory)
-    # the small files a dataset reads without opening a shard, in one round trip
-    together([functools.partial(mirror.fetch, name) for name in manifest.extra_files()])
+    # the small files a dataset reads without opening a shard, in one round trip; the list of
+    # source files (a line per sample, for error messages) comes when a message first needs it
+    lazy = manifest.extra.get("sources")
+    together([functools.partial(mirror.fetch, name) for name in manifest.extra_files() if name != lazy])
     return str(directory)
 
 

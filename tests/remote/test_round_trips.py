@@ -5,14 +5,18 @@ manifest written before sizes were recorded still reads, asking the size."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from proxies import LatencyProxy
-from remotekit import make_dataset, upload
+from remotekit import image_bytes, make_dataset, upload
 
 import fastdata
-from fastdata.formats import Manifest
+from fastdata.errors import DecodeError
+from fastdata.formats import Manifest, Sample, registry
+from fastdata.formats.dataset_writer import finish_dataset, shard_name
 from fastdata.formats._atomic import write_text_atomic
 from fastdata.formats.manifest import MANIFEST_NAME, SIZES_EXTRA
 from fastdata.remote import localize
@@ -63,7 +67,7 @@ def test_an_epoch_gets_each_file_once_and_asks_no_size(dataset, proxy, tmp_path,
     assert heads == [], f"HEAD for {heads}: the manifest gives their sizes"
     wanted = {("GET", name) for name in [MANIFEST_NAME, *manifest.files()]}
     assert set(asked) == wanted and set(asked.values()) == {1}, asked  # every file once, nothing else
-    assert sum(asked.values()) == 1 + 8 * 3 + len(manifest.extra_files())  # 27 for this dataset: no regression
+    assert sum(asked.values()) == 1 + 8 * 3 + len(manifest.extra_files())  # 26 here (the DALI index): no more
 
 
 def test_a_manifest_without_sizes_still_reads_asking_each_small_file_its_size(s3, dataset, proxy, tmp_path):
@@ -79,3 +83,21 @@ def test_a_manifest_without_sizes_still_reads_asking_each_small_file_its_size(s3
     assert sorted(ids[image] for image in images) == list(range(80))
     asked = _objects(proxy.reset(), f"/{BUCKET}/unsized")
     assert sorted(name for (method, name) in asked if method == "HEAD") == sorted(sizes)
+
+
+def test_the_list_of_sources_comes_when_an_error_first_names_one(tmp_path):
+    """``sources.jsonl`` (a line per sample, for messages) is not fetched up
+    front; a record that does not decode still names its source file."""
+    server = tmp_path / "server"
+    server.mkdir()
+    images = [image_bytes(i) if i != 2 else b"\xff\xd8\xff\xe0" + b"\x00" * 40 for i in range(4)]
+    info = registry.get("recordio").write_shard(server / shard_name("recordio", 0),
+                                                [Sample(image=b, label=0, id=i) for i, b in enumerate(images)])
+    (server / "sources.jsonl").write_text("".join(json.dumps(f"/photos/img_{i}.jpg") + "\n" for i in range(4)))
+    finish_dataset(server, "recordio", [info], ["cls"], extra={"sources": "sources.jsonl"})
+    directory = Path(localize(f"file://{server}", cache_dir=tmp_path / "cache"))
+    assert not (directory / "sources.jsonl").exists()
+    ds = fastdata.RecordIODataset(directory)
+    assert ds[1][1] == 0
+    with pytest.raises(DecodeError, match=r"record 2.*\(source file /photos/img_2\.jpg\)"):
+        ds[2]
