@@ -169,6 +169,7 @@ def spark_session(cores: int = 2, attempts: int = 2, **conf: str):
     task is tried ``attempts`` times), on 127.0.0.1, without its web UI."""
     from pyspark.sql import SparkSession
 
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # read when the JVM starts: every Spark socket on loopback
     builder = (SparkSession.builder.master(f"local[{cores},{attempts}]").appName("fastdata tests")
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                .config("spark.driver.memory", "512m").config("spark.driver.host", "127.0.0.1")

@@ -109,3 +109,71 @@ def test_a_task_that_never_succeeds_leaves_no_manifest(spark, task, photos, tmp_
     assert "Spark task failed on every attempt" in err and "--resume" in err
     assert not (out / "manifest.json").exists()
     assert not [p for p in out.rglob("*") if p.name.startswith(ATTEMPT_PREFIX)]
+
+
+# fastdata.converters.engines.spark.write_shards: a DataFrame of image bytes, one shard a partition
+
+
+def photo_frame(spark, photos: Path, partitions: int = 3):
+    from pyspark.sql import functions as F
+
+    df = spark.read.format("binaryFile").option("recursiveFileLookup", "true").option("pathGlobFilter", "*.jpg")
+    df = df.load(str(photos))
+    return df.withColumn("label", F.when(F.col("path").contains("/bees/"), 1).otherwise(0)).repartition(partitions)
+
+
+def stored(out: Path) -> list[tuple[bytes, int]]:
+    from fastdata import open_dataset
+
+    dataset = open_dataset(str(out))
+    return sorted(dataset.encoded(i)[:2] for i in range(len(dataset)))
+
+
+def sources(photos: Path) -> list[tuple[bytes, int]]:
+    return sorted((p.read_bytes(), int(p.parent.name == "bees")) for p in photos.rglob("*.jpg"))
+
+
+class FirstAttemptDies:
+    """Stands in for the partition task: its first attempt writes half a shard, then its worker dies."""
+
+    def __init__(self, real) -> None:
+        self.real = real
+
+    def __call__(self, partition, rows):
+        from pyspark import TaskContext
+
+        if TaskContext.get().attemptNumber() == 0:
+            dead = Path(self.real.attempts) / f"{partition:05d}-killed"
+            dead.mkdir(parents=True, exist_ok=True)
+            (dead / "shard.rec").write_bytes(b"half a shard")
+            os._exit(1)
+        return self.real(partition, rows)
+
+
+def test_a_dataframe_becomes_a_dataset(spark, photos, tmp_path):
+    from fastdata.converters.engines.spark import write_shards
+
+    out = tmp_path / "frame"
+    summary = write_shards(photo_frame(spark, photos), out, format="recordio", classes=["ants", "bees"])
+    assert summary == {"shards": 3, "images": 100, "skipped": []}  # the *.jpg files
+    assert stored(out) == sources(photos)  # every image exactly once, byte for byte (stored as they are)
+    assert main(["verify", str(out), "-q"]) == 0
+    assert not (out / ".fastdata-attempts").exists()
+
+
+def test_a_dataframe_task_that_dies_on_its_first_attempt(spark, photos, tmp_path, monkeypatch):
+    from pyspark import cloudpickle
+
+    from fastdata.converters.engines import spark as engine
+
+    real = engine._ShardTask
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    try:
+        monkeypatch.setattr(engine, "_ShardTask", lambda *a: FirstAttemptDies(real(*a)))
+        out = tmp_path / "frame-retried"
+        assert engine.write_shards(photo_frame(spark, photos), out, format="tfrecord")["images"] == 100
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    assert stored(out) == sources(photos)
+    assert not [p for p in out.rglob("*") if "attempt" in p.name or "killed" in p.name or p.name == "shard.rec"]
+    assert main(["verify", str(out), "-q"]) == 0

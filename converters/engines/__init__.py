@@ -1,0 +1,1 @@
+"""Writing a dataset from an engine's own data: a Spark DataFrame (:mod:`.spark`)."""
