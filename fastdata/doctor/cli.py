@@ -18,7 +18,7 @@ import torch
 
 from ..errors import FastDataError
 from ..loading.verdict import times
-from ..loading.watcher import SHORT_PASS, loader_dict
+from ..loading.watcher import loader_dict
 from .measure import Phase, alone, loader_alone, ratio, together
 from .steps import choose_step
 from .timeline import draw
@@ -93,7 +93,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def _counts(together: Phase) -> str:
     """What ``wait_share`` is over, in words (the table and the JSON say the same)."""
     if together.startup_counted:
-        return f"every batch counted: passes of {together.pass_batches} batch(es), fewer than {SHORT_PASS}"
+        return (f"every batch counted: passes of {together.pass_batches} batch(es), fewer than the "
+                f"{together.steady_batches} a steady state needs")
     return "each pass's first batch (start-up) left out"
 
 
@@ -123,7 +124,7 @@ def table(result: dict[str, Any]) -> list[str]:
                  f"({result['wait_share_counts']}; start-up {together_['startup_s']:.2f} s)")
     if together_["startup_counted"]:
         lines.append(f"  (training on this dataset pays each pass's start-up every epoch, so it is counted; a "
-                     f"steady-state figure needs passes of {SHORT_PASS} batches or more: more images, or a "
+                     f"steady-state figure needs passes of {together_['steady_batches']} batches or more: more images, or a "
                      f"smaller --batch-size than {result['batch_size']})")
     stats = result["loader_stats"]
     if stats and stats["worker_stages"]:

@@ -5,9 +5,9 @@ Each runs whole passes until it has lasted ``seconds`` and taken
 ``min_steps`` steps; the first batch of each pass (worker start-up, an
 empty queue) is timed apart, as :class:`~fastdata.loading.watcher.Watch`
 does, so that the many pass starts of a measurement a few seconds long do not
-pass for steady-state waits. Passes shorter than
-:data:`~fastdata.loading.watcher.SHORT_PASS` batches count it: training on
-such a dataset pays it every epoch (with one batch a pass, every batch is a first).
+pass for steady-state waits. Passes too short for a steady state
+(:func:`~fastdata.loading.watcher.steady_batches`) count it: training on such
+a dataset pays it every epoch (with one batch a pass, every batch is a first).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ __all__ = ["Phase", "alone", "loader_alone", "ratio", "together"]
 class Phase:
     """One measurement: ``steps`` batches, the loop's ``wait_ms`` and
     ``step_ms`` per batch, ``startup_s`` for the passes' first batches (in
-    ``wait_ms`` only when ``startup_counted``: passes shorter than
-    :data:`~fastdata.loading.watcher.SHORT_PASS`, ``pass_batches`` long), and
-    the batch size to give images per second."""
+    ``wait_ms`` only when ``startup_counted``: passes ``pass_batches`` long,
+    fewer than the ``steady_batches`` a steady state needs), and the batch
+    size to give images per second."""
 
     name: str
     steps: int
@@ -40,6 +40,7 @@ class Phase:
     batch_size: int
     startup_counted: bool = False
     pass_batches: int = 0
+    steady_batches: int = 0
 
     @property
     def batches_per_s(self) -> float:
@@ -70,7 +71,7 @@ def _watched(name: str, loader: Any, step: Callable[[Any, Any], None], seconds: 
     report = w.report(loader_ratio=loader_ratio)
     n = max(1, report.steps)
     phase = Phase(name, report.steps, 1000 * report.wait_s / n, 1000 * report.step_s / n, report.startup_s,
-                  batch_size, report.startup_counted, report.pass_batches)
+                  batch_size, report.startup_counted, report.pass_batches, report.steady_batches)
     return phase, report, w
 
 

@@ -8,9 +8,9 @@ lever, chosen from those numbers by :func:`~.verdict.judge`.
 
 The first batch of each pass is reported apart ("start-up"): it waits for
 workers to start and for the queue to fill, which a long pass pays once.
-Where the passes are short (fewer than :data:`SHORT_PASS` batches) that
-start-up is much of every epoch, so it is counted like any other wait, and
-the summary says so.
+Where the passes are too short for a steady state (:func:`steady_batches`)
+that start-up is much of every epoch, so it is counted like any other wait,
+and the summary says so.
 Times are host times: on CUDA the step's time is what the host spent in it
 (a loss ``.item()`` or the allocator's back-pressure makes it wait for the
 device); ``sync=True`` synchronises after each step to measure the device.
@@ -30,12 +30,21 @@ import torch
 from .stats import LoaderStats
 from .verdict import ShortPasses, Verdict, judge
 
-__all__ = ["SHORT_PASS", "Watch", "WatchReport", "loader_dict", "watch"]
+__all__ = ["SHORT_PASS", "Watch", "WatchReport", "loader_dict", "steady_batches", "watch"]
 
-SHORT_PASS = 10
-"""A pass of fewer batches than this counts its first batch's wait: training on
-such a dataset pays the start-up every epoch, and leaving it out would leave out
-most of the waiting (with one batch a pass, all of it)."""
+SHORT_PASS = 4
+"""The fewest batches a pass needs for a steady state (more with many workers:
+:func:`steady_batches`). A shorter pass counts its first batch's wait: training
+on such a dataset pays the start-up every epoch, and leaving it out would leave
+out most of the waiting (with one batch a pass, all of it)."""
+
+
+def steady_batches(workers: int) -> int:
+    """The batches a pass needs for a steady state with ``workers`` workers:
+    while the loop waits for a pass's first batch each worker builds one, so
+    only the batches after the first ``workers`` show the loader's pace, and two
+    of them are the least to measure it by."""
+    return max(SHORT_PASS, workers + 2)
 
 TIMELINE_STEPS = 1_000_000
 """Per-step times kept for :attr:`Watch.timeline` (16 MB); later steps only count in the totals."""
@@ -47,8 +56,8 @@ class WatchReport:
 
     ``wait_share`` is ``wait_s / (wait_s + step_s)``; ``startup_s`` is the
     waits of each pass's first batch. Those are left out of ``wait_s`` unless
-    the passes are short (``startup_counted``; ``pass_batches``: the longest
-    whole pass seen, 0 when none ended).
+    the passes are shorter than ``steady_batches`` (``startup_counted``;
+    ``pass_batches``: the longest whole pass seen, 0 when none ended).
     """
 
     steps: int
@@ -60,6 +69,7 @@ class WatchReport:
     notes: tuple[str, ...] = field(default=())
     startup_counted: bool = False
     pass_batches: int = 0
+    steady_batches: int = SHORT_PASS
 
     @property
     def seconds(self) -> float:
@@ -77,13 +87,14 @@ class WatchReport:
         return {"steps": self.steps, "seconds": self.seconds, "steps_per_s": self.steps_per_s,
                 "wait_s": self.wait_s, "step_s": self.step_s, "startup_s": self.startup_s,
                 "startup_counted": self.startup_counted, "pass_batches": self.pass_batches,
+                "steady_batches": self.steady_batches,
                 "wait_share": self.wait_share, **self.verdict.to_dict(), "loader": loader_dict(self.loader)}
 
     def lines(self) -> list[str]:
         """The summary, as printed at the end."""
         if self.startup_counted:
             startup = (f"start-up {self.startup_s:.2f} s counted: a pass is {self.pass_batches} batch(es), fewer than "
-                       f"{SHORT_PASS}, so every epoch pays it")
+                       f"the {self.steady_batches} a steady state needs, so every epoch pays it")
         else:
             startup = f"start-up {self.startup_s:.2f} s not counted"
         out = [f"fastdata.watch: {self.steps} steps in {self.seconds:.1f} s ({self.steps_per_s:.1f} steps/s; {startup})"]
@@ -164,9 +175,14 @@ class Watch:
             self._print([self._window_line()])
 
     @property
+    def steady_batches(self) -> int:
+        """:func:`steady_batches` for the loader's workers (none known: :data:`SHORT_PASS`)."""
+        return steady_batches(self._start.workers if self._start is not None else 0)
+
+    @property
     def short_passes(self) -> bool:
-        """Whether the passes that ended were shorter than :data:`SHORT_PASS` batches."""
-        return bool(self.pass_lengths) and max(self.pass_lengths) < SHORT_PASS
+        """Whether the passes that ended were too short for a steady state."""
+        return bool(self.pass_lengths) and max(self.pass_lengths) < self.steady_batches
 
     def _counted_wait(self) -> float:
         return self.wait_s + self.startup_s if self.short_passes else self.wait_s
@@ -203,7 +219,8 @@ class Watch:
         window = stats.since(self._start) if stats is not None and self._start is not None else None
         return WatchReport(self.steps, waited, self.step_s, self.startup_s,
                            self._judge(share, window, loader_ratio), window,
-                           startup_counted=self.short_passes, pass_batches=max(self.pass_lengths, default=0))
+                           startup_counted=self.short_passes, pass_batches=max(self.pass_lengths, default=0),
+                           steady_batches=self.steady_batches)
 
     def _print(self, lines: list[str]) -> None:
         out = self.out if self.out is not None else sys.stderr

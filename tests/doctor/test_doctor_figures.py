@@ -105,5 +105,6 @@ def test_one_batch_a_pass_counts_every_batch_and_is_not_called_compute_bound(sma
     assert set(saved["timeline"]["pass_starts"]) == set(range(together["steps"]))
     assert ceiling["wait_ms"] > 0.2 and ceiling["batches_per_s"] < 5000  # not 41000 batches/s of nothing
     assert saved["verdict"] == "input-bound", text
-    assert "passes of 1 batch(es), fewer than 10" in text
-    assert "a steady-state figure needs passes of 10 batches or more" in text  # how to get a sound one
+    assert together["steady_batches"] == 4  # one worker: max(4, 1 + 2)
+    assert "passes of 1 batch(es), fewer than the 4 a steady state needs" in text
+    assert "a steady-state figure needs passes of 4 batches or more" in text  # how to get a sound one
