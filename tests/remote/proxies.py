@@ -110,7 +110,7 @@ class LatencyProxy:
         while not self._stop.is_set():
             try:
                 client, _ = self._listener.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:  # closed by stop()
                 return

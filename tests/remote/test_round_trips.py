@@ -16,8 +16,8 @@ from remotekit import image_bytes, make_dataset, upload
 import fastdata
 from fastdata.errors import DecodeError
 from fastdata.formats import Manifest, Sample, registry
-from fastdata.formats.dataset_writer import finish_dataset, shard_name
 from fastdata.formats._atomic import write_text_atomic
+from fastdata.formats.dataset_writer import finish_dataset, shard_name
 from fastdata.formats.manifest import MANIFEST_NAME, SIZES_EXTRA
 from fastdata.remote import localize
 
@@ -71,7 +71,7 @@ def test_an_epoch_gets_each_file_once_and_asks_no_size(dataset, proxy, tmp_path,
 
 
 def test_a_manifest_without_sizes_still_reads_asking_each_small_file_its_size(s3, dataset, proxy, tmp_path):
-    url, ids, _, local = dataset
+    _, ids, _, local = dataset
     older = Manifest.read(local)
     sizes = older.extra.pop(SIZES_EXTRA)
     fs = s3.client()
