@@ -10,8 +10,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from . import errors as _errors
-from ._version import __version__
-from .errors import *  # the exception classes, listed once: errors.__all__
+from ._version import __version__ as __version__
+from .errors import *  # noqa: F403 -- the exception classes, listed once: errors.__all__
 from .formats import registry as _registry
 
 # public name -> module that defines it
@@ -34,24 +34,33 @@ _LAZY = {
     "watch": "fastdata.loading.watcher",
 }
 # RecordIODataset, TFRecordStream...: the per-format aliases the format registry lists
-_LAZY.update({name: "fastdata.datasets" for name in _registry.public_names()})
+_LAZY.update(dict.fromkeys(_registry.public_names(), "fastdata.datasets"))
 
 __all__ = sorted([*_errors.__all__, "__version__", *_LAZY])
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names resolve lazily below
-    from . import decode, remote
-    from .dali.iterator import DALILoader
-    from .loading.decode_choice import GPUDecode
-    from .datasets import (
-        FormatDataset, FormatStream, ImageFolder, LMDBDataset, RecordIODataset, RecordIOStream, TFRecordDataset,
-        TFRecordStream, open_dataset,
-    )
-    from .loading.collate import fast_collate
-    from .loading.make import make_loader
-    from .loading.prefetch import CUDAPrefetcher
-    from .loading.seeding import seed_everything, seed_worker
-    from .loading.settings import Prefetch, Workers
-    from .loading.watcher import watch
+    # "X as X": a re-export (PEP 484), not an unused import
+    from . import decode as decode
+    from . import remote as remote
+    from .dali.iterator import DALILoader as DALILoader
+    from .datasets import FormatDataset as FormatDataset
+    from .datasets import FormatStream as FormatStream
+    from .datasets import ImageFolder as ImageFolder
+    from .datasets import LMDBDataset as LMDBDataset
+    from .datasets import RecordIODataset as RecordIODataset
+    from .datasets import RecordIOStream as RecordIOStream
+    from .datasets import TFRecordDataset as TFRecordDataset
+    from .datasets import TFRecordStream as TFRecordStream
+    from .datasets import open_dataset as open_dataset
+    from .loading.collate import fast_collate as fast_collate
+    from .loading.decode_choice import GPUDecode as GPUDecode
+    from .loading.make import make_loader as make_loader
+    from .loading.prefetch import CUDAPrefetcher as CUDAPrefetcher
+    from .loading.seeding import seed_everything as seed_everything
+    from .loading.seeding import seed_worker as seed_worker
+    from .loading.settings import Prefetch as Prefetch
+    from .loading.settings import Workers as Workers
+    from .loading.watcher import watch as watch
 
 
 def __getattr__(name: str) -> Any:

@@ -14,6 +14,7 @@ Needs the extra ``fastdata[ray]``; importing :mod:`fastdata` never imports Ray.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
@@ -70,7 +71,7 @@ def read_shards(path: Any, *, seed: int | None = None, epoch: int = 0, rank: int
         keys = list(sampler)
         count = tasks or min(200, max(1, len(_counts(dataset))))
         cuts = [round(k * len(keys) / count) for k in range(count + 1)]
-    runs = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+    runs = [(a, b) for a, b in itertools.pairwise(cuts) if b > a]
 
     class _Shards(Datasource):
         def estimate_inmemory_data_size(self) -> int | None:

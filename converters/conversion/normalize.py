@@ -251,6 +251,6 @@ def to_rgb(img: Image.Image, reasons: list[str]) -> Image.Image:
         rgba = img.convert("RGBA")
         if rgba.getextrema()[3][0] < 255:
             reasons.append("alpha-on-white")
-        background = Image.new("RGBA", rgba.size, BACKGROUND + (255,))
+        background = Image.new("RGBA", rgba.size, (*BACKGROUND, 255))
         return Image.alpha_composite(background, rgba).convert("RGB")
     return img if img.mode == "RGB" else img.convert("RGB")

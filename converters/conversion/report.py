@@ -111,8 +111,10 @@ class Summary:
         """The summary; ``this_run`` (the shards this run wrote) adds its images and speed
         (images written, as in the first line: skipped files are not counted)."""
         out = [
-            f"fastdata convert: {self.images} images -> {self.out} ({self.format}), {self.shards} shard(s), "
-            f"{format_bytes(self.bytes_out)} (source {format_bytes(self.bytes_in)})"
+            (
+                f"fastdata convert: {self.images} images -> {self.out} ({self.format}), {self.shards} shard(s), "
+                f"{format_bytes(self.bytes_out)} (source {format_bytes(self.bytes_in)})"
+            )
         ]
         if this_run is not None:
             rate = this_run.images / seconds if seconds > 0 else 0.0

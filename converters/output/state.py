@@ -27,8 +27,8 @@ from pathlib import Path
 from fastdata.errors import ConfigError, ManifestError
 from fastdata.formats import checksums
 from fastdata.formats._atomic import PARTIAL_SUFFIX, remove, write_text_atomic
-from fastdata.formats.manifest import MANIFEST_NAME, Manifest
 from fastdata.formats.dataset_writer import written_files
+from fastdata.formats.manifest import MANIFEST_NAME, Manifest
 from fastdata.formats.sample import ShardInfo
 
 from ..planning.plan import PLAN_NAME, Plan, ShardPlan

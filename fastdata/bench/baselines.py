@@ -27,8 +27,8 @@ EXTS = IMG_EXTENSIONS  # torchvision's: no .gif
 
 def has_torchvision() -> bool:
     try:
-        import torchvision  # noqa: F401
-    except Exception:  # torchvision imports torch ops that may fail to load
+        import torchvision  # noqa: F401 -- imported only to see whether it imports
+    except Exception:  # noqa: BLE001 -- torchvision imports torch ops that may fail to load
         return False
     return True
 
@@ -88,7 +88,7 @@ class PILResizeCenterCrop:
         else:
             nw, nh = int(self.resize * w / h), self.resize
         img = img.resize((nw, nh), Image.BILINEAR)
-        left, top = int(round((nw - self.crop) / 2.0)), int(round((nh - self.crop) / 2.0))
+        left, top = round((nw - self.crop) / 2.0), round((nh - self.crop) / 2.0)
         return img.crop((left, top, left + self.crop, top + self.crop))
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-
 FASTER, SLOWER, BASELINE, NEUTRAL = "#22aa77", "#d95f02", "#999999", "#6a8caf"
 """Bar colours: faster than the group's baseline, slower, the baseline itself, a row with no ratio."""
 
@@ -105,7 +104,7 @@ def plotted(fig: Any) -> list[dict[str, Any]]:
         if group is None:
             continue
         ticks = [t.get_text() for t in ax.get_yticklabels()]
-        bars = [p for p in ax.patches]
+        bars = list(ax.patches)
         texts = [t.get_text() for t in ax.texts]
         for label, bar, text in zip(ticks, bars, texts):
             out.append({"group": group, "label": label, "value": float(bar.get_width()), "text": text})

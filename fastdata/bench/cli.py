@@ -27,17 +27,23 @@ from .targets import decode_aware_row
 
 def build_parser() -> argparse.ArgumentParser:
     paragraphs = [
-        "Time fastdata against torchvision's recipe (a PIL stand-in doing the same work, labelled as such, when "
-        "torchvision is not installed) and DALI's CPU pipeline (when installed), interleaved in one run, on this "
-        "machine.",
-        "The default grid (about a minute on 2 cores): training and evaluation; the baseline, then fastdata's "
-        "defaults (make_loader, decode-aware transforms) over the image folder and over its RecordIO and TFRecord "
-        "conversions, and DALI CPU over RecordIO (training). --full times everything (several minutes): every "
-        "format, the same PIL transforms through fastdata, the pytorch/examples recipe, the other kind of workers, "
-        "the decode limit, DALI per source and for evaluation, shards stored --resize'd and --passthrough, raw "
-        "record reads and conversion speed.",
-        "With no SRC it generates a set of photo-like JPEGs once (cached). Results: a table on stdout and "
-        "results.json/.txt/.png in --out, with the machine and versions.",
+        (
+            "Time fastdata against torchvision's recipe (a PIL stand-in doing the same work, labelled as such, when "
+            "torchvision is not installed) and DALI's CPU pipeline (when installed), interleaved in one run, on this "
+            "machine."
+        ),
+        (
+            "The default grid (about a minute on 2 cores): training and evaluation; the baseline, then fastdata's "
+            "defaults (make_loader, decode-aware transforms) over the image folder and over its RecordIO and TFRecord "
+            "conversions, and DALI CPU over RecordIO (training). --full times everything (several minutes): every "
+            "format, the same PIL transforms through fastdata, the pytorch/examples recipe, the other kind of workers, "
+            "the decode limit, DALI per source and for evaluation, shards stored --resize'd and --passthrough, raw "
+            "record reads and conversion speed."
+        ),
+        (
+            "With no SRC it generates a set of photo-like JPEGs once (cached). Results: a table on stdout and "
+            "results.json/.txt/.png in --out, with the machine and versions."
+        ),
     ]
     p = argparse.ArgumentParser(
         prog="fastdata bench",

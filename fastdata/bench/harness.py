@@ -130,7 +130,7 @@ def run_interleaved(
             t0 = time.perf_counter()
             try:
                 rate, rss, others, window = _timed(v, warm)
-            except Exception as exc:  # a broken variant must not sink the others
+            except Exception as exc:  # noqa: BLE001 -- a broken variant must not sink the others
                 res.error = f"{type(exc).__name__}: {exc}"[:300]
                 continue
             finally:

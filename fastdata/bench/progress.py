@@ -24,7 +24,7 @@ def duration(seconds: float) -> str:
     if seconds < 60:
         return f"{max(1, round(seconds))} s"
     if seconds < 600:
-        whole = int(round(seconds / 10.0)) * 10
+        whole = round(seconds / 10.0) * 10
         minutes, rest = divmod(whole, 60)
         return f"{minutes} min {rest} s" if rest else f"{minutes} min"
     return f"{round(seconds / 60)} min"
@@ -32,7 +32,7 @@ def duration(seconds: float) -> str:
 
 def clock(seconds: float) -> str:
     """``0:42``, ``1:05``: the bar's time left."""
-    seconds = max(0, int(round(seconds)))
+    seconds = max(0, round(seconds))
     return f"{seconds // 60}:{seconds % 60:02d}"
 
 

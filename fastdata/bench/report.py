@@ -157,7 +157,7 @@ def parse_table(text: str) -> list[dict[str, str]]:
             out.append({"group": cells[0], "variant": cells[1], "median": "failed"})
             continue
         keys = ["group", "variant", "median", "min", "max", "spread", "x base", "RSS MB", "unit", "note"]
-        out.append(dict(zip(keys, cells[:9] + ["  ".join(cells[9:])])))
+        out.append(dict(zip(keys, [*cells[:9], "  ".join(cells[9:])])))
     return out
 
 

@@ -31,7 +31,7 @@ from .targets import decode_aware_row, decode_limit_row
 # the first is the decode-limit source and the plain-loop baseline); formats
 # registered later follow.
 _SHOWN_FIRST = ("recordio", "tfrecord", "lmdb")
-FORMATS = tuple(sorted(registry.names(), key=lambda name: (_SHOWN_FIRST + (name,)).index(name)))
+FORMATS = tuple(sorted(registry.names(), key=lambda name: (*_SHOWN_FIRST, name).index(name)))
 DEFAULT_FORMATS = ("recordio", "tfrecord")
 """The formats the default grid converts to and times (``--full``: all of :data:`FORMATS`)."""
 Convert = Callable[..., None]  # (src, out, format, workers, resize=None, restart_markers=None)
@@ -122,7 +122,7 @@ def repeated(one_pass: Callable[[], int], min_seconds: float, min_items: int = 0
     def run() -> int:
         t0 = time.perf_counter()
         n = one_pass()
-        while 0 < n and (n < min_items or time.perf_counter() - t0 < min_seconds):
+        while n > 0 and (n < min_items or time.perf_counter() - t0 < min_seconds):
             n += one_pass()
         return n
 

@@ -69,7 +69,7 @@ class DALILoader:
         *,
         train: bool = True,
         drop_last: bool | None = None,
-        device_id: int | None | str = AUTO,
+        device_id: int | str | None = AUTO,
         **pipeline: Any,
     ) -> None:
         if device_id == AUTO:

@@ -117,14 +117,14 @@ def build_pipeline(
         seed=pipeline_seed(seed, place.rank),
         prefetch_queue_depth=reading.prefetch_queue_depth,
     )
-    reader_args = dict(
-        name=READER_NAME,
-        shard_id=place.rank,
-        num_shards=place.world_size,
-        random_shuffle=shuffle,
-        initial_fill=reading.shuffle_buffer,
-        pad_last_batch=True,
-    )
+    reader_args = {
+        "name": READER_NAME,
+        "shard_id": place.rank,
+        "num_shards": place.world_size,
+        "random_shuffle": shuffle,
+        "initial_fill": reading.shuffle_buffer,
+        "pad_last_batch": True,
+    }
     mean, std = normalize.in_pixels()
     with pipe:
         jpegs, labels = _read(dali, source, reader_args)

@@ -20,11 +20,18 @@ from typing import TYPE_CHECKING, Any
 from ..formats import registry
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time names resolve lazily below
-    from .folder import IMG_EXTENSIONS, ImageFolder, find_classes
-    from .iterable import FormatStream
-    from .named import LMDBDataset, RecordIODataset, RecordIOStream, TFRecordDataset, TFRecordStream
-    from .open import open_dataset
-    from .shards import FormatDataset
+    # "X as X": a re-export (PEP 484), not an unused import
+    from .folder import IMG_EXTENSIONS as IMG_EXTENSIONS
+    from .folder import ImageFolder as ImageFolder
+    from .folder import find_classes as find_classes
+    from .iterable import FormatStream as FormatStream
+    from .named import LMDBDataset as LMDBDataset
+    from .named import RecordIODataset as RecordIODataset
+    from .named import RecordIOStream as RecordIOStream
+    from .named import TFRecordDataset as TFRecordDataset
+    from .named import TFRecordStream as TFRecordStream
+    from .open import open_dataset as open_dataset
+    from .shards import FormatDataset as FormatDataset
 
 # public name -> module that defines it; the per-format names come from the registry
 _LAZY = {
@@ -35,7 +42,7 @@ _LAZY = {
     "find_classes": "fastdata.datasets.folder",
     "open_dataset": "fastdata.datasets.open",
 }
-_LAZY.update({name: "fastdata.datasets.named" for name in registry.public_names()})
+_LAZY.update(dict.fromkeys(registry.public_names(), "fastdata.datasets.named"))
 
 __all__ = sorted(_LAZY)
 

@@ -186,7 +186,7 @@ class ShardSet:
         if callable(key_of):
             try:
                 return f"{self.paths[shard]} record {local} (key {key_of(local)!r})"
-            except Exception:  # a key is only decoration for the message
+            except Exception:  # noqa: BLE001 -- a key is only decoration for the message
                 pass
         return f"{self.paths[shard]} record {local}"
 

@@ -7,12 +7,11 @@ import glob
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Union
 
 from ..errors import ConfigError
 from ..formats import MANIFEST_NAME, Manifest
 
-PathArg = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
+PathArg = str | os.PathLike | Sequence[str | os.PathLike]
 
 _GLOB_CHARS = frozenset("*?[")
 

@@ -111,8 +111,10 @@ def import_failure(error: BaseException, directory: Path = PACKAGE_DIR, path: li
     shadowed = installed_elsewhere(directory, path) if front else None
     if shadowed is not None:
         return (
-            f"{where}, which shadows the installed fastdata in {shadowed.parents[1]} that has it built "
-            "(sys.path lists its directory first: the current one, or the script's)",
+            (
+                f"{where}, which shadows the installed fastdata in {shadowed.parents[1]} that has it built "
+                "(sys.path lists its directory first: the current one, or the script's)"
+            ),
             f"run from another directory{', or ' + IN_PLACE if checkout else ''}",
         )
     if checkout is not None:

@@ -72,7 +72,7 @@ def to_rgb_array(img: Any) -> np.ndarray:
         return _wide_gray(img)
     if mode in _ALPHA_MODES or "transparency" in img.info:
         rgba = img.convert("RGBA")
-        base = Image.new("RGBA", rgba.size, BACKGROUND + (255,))
+        base = Image.new("RGBA", rgba.size, (*BACKGROUND, 255))
         return np.asarray(Image.alpha_composite(base, rgba).convert("RGB"))
     return np.asarray(img.convert("RGB"))
 

@@ -181,7 +181,7 @@ def parse(data: bytes, *, path: str | os.PathLike[str], records: int, data_bytes
     head = _HEAD.size
     if len(data) < head + _TAIL.size or data[:8] != MAGIC:
         raise _bad(path, data_file, "is not a fastdata checksum file (no FDCRC32C header)")
-    magic, version, _, count, size = _HEAD.unpack_from(data)
+    _magic, version, _, count, size = _HEAD.unpack_from(data)
     if version != VERSION:
         raise _bad(path, data_file, f"has version {version}; this fastdata reads version {VERSION}")
     if len(data) != head + 4 * count + _TAIL.size or _TAIL.unpack_from(data, len(data) - 4)[0] != crc32c(data[:-4]):

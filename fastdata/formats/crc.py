@@ -34,7 +34,7 @@ def portable(data: Any, value: int = 0, /) -> int:
     """The crc32c package's ``crc32c(data, value)``, imported on the first call."""
     global _package, crc32c
     if _package is None:
-        from crc32c import crc32c as package  # noqa: PLC0415 -- ~27 ms: paid only where it is needed
+        from crc32c import crc32c as package  # imported here: ~27 ms, paid only where it is needed
 
         _package = package
         if crc32c is portable:  # callers that look the name up here skip this frame from now on

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, ManifestError
+from . import table
 from .hooks import DALIReader, Detected, FileCheck, Framing, IndexHook, Inspected, Problem, ReaderOptions
 from .manifest import MANIFEST_NAME, Manifest
 from .sample import Sample, SampleReader, ShardInfo
-from . import table
 from .table import _TABLE, names, public_names  # noqa: F401 -- public_names: re-exported, the registry answers it
 
 _HEAD = 64  # bytes read for sniffing

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Protocol, Union
+from typing import Protocol
 
-Label = Union[int, float, Sequence[float]]
+Label = int | float | Sequence[float]
 
 
 @dataclasses.dataclass(frozen=True)

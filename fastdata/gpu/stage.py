@@ -16,8 +16,8 @@ import contextlib
 import logging
 import time
 from collections import Counter, deque
-from dataclasses import replace
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np

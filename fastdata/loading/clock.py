@@ -76,7 +76,7 @@ def _use_nvtx() -> bool:
 class _Range:
     """A named range while a profiler records (``torch.profiler`` and, with CUDA, NVTX)."""
 
-    __slots__ = ("name", "_rf")
+    __slots__ = ("_rf", "name")
 
     def __init__(self, name: str) -> None:
         self.name, self._rf = name, None
@@ -211,7 +211,7 @@ class TimedCollate:
     so code that adjusts ``loader.dataloader.collate_fn`` keeps working.
     """
 
-    __slots__ = ("inner", "clock")
+    __slots__ = ("clock", "inner")
 
     def __init__(self, inner: Any, clock: StageClock) -> None:
         object.__setattr__(self, "inner", inner)

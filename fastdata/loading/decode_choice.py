@@ -8,7 +8,7 @@ which registers itself (:mod:`.executors`), so this package never imports it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from ..errors import ConfigError
 
@@ -86,4 +86,4 @@ class GPUDecode:
         return None if value == "cpu" else cls(mode=value)  # type: ignore[arg-type]
 
 
-DecodeChoice = Union[Literal["cpu", "cuda", "auto"], GPUDecode]
+DecodeChoice = Literal["cpu", "cuda", "auto"] | GPUDecode

@@ -14,8 +14,8 @@ from typing import Any
 
 from torch.utils.data import Dataset
 
-from ..order.generators import KeyScope, Seeding
 from ..datasets.stages import timing
+from ..order.generators import KeyScope, Seeding
 from .clock import StageClock
 
 __all__ = ["KeyedDataset"]

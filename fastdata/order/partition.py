@@ -82,7 +82,7 @@ class Deal:
     def __post_init__(self) -> None:
         if self.num_workers < 1 or not 0 <= self.worker < self.num_workers:
             raise ConfigError(f"need 0 <= worker < num_workers, got worker={self.worker}, num_workers={self.num_workers}")
-        if self.unit is not None and self.unit < 1 or self.start < 0:
+        if (self.unit is not None and self.unit < 1) or self.start < 0:
             raise ConfigError(f"need unit >= 1 and start >= 0, got unit={self.unit}, start={self.start}")
 
     def count(self, length: int) -> int:

@@ -12,6 +12,7 @@ per rank of each job in a chain of resumes (:mod:`.progress` works them out).
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -60,7 +61,7 @@ class Unread:
         found = [_SPAN.fullmatch(p.strip()) for p in parts]
         spans = [(int(m[1]), int(m[2])) for m in found if m]
         if len(spans) != len(parts) or any(not a < b <= total for a, b in spans) or \
-                any(b1 >= a2 for (_, b1), (a2, _) in zip(spans, spans[1:])):
+                any(b1 >= a2 for (_, b1), (a2, _) in itertools.pairwise(spans)):
             raise ConfigError(
                 f"loader state's unread={text[:60]!r} is not sorted 'start-stop' spans within 0-{total}; "
                 "pass the dict Loader.state_dict() returned"

@@ -104,7 +104,7 @@ class Reader:
             if self._token is not None and self._pid == _PID[0]:
                 _env.release_later(self._token)
                 self._token = None
-        except Exception:  # interpreter shutdown: modules may be gone already
+        except Exception:  # noqa: BLE001 -- interpreter shutdown: modules may be gone already
             pass
 
     def __getstate__(self) -> dict[str, Any]:

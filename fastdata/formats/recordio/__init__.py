@@ -15,11 +15,11 @@ The byte layout is in ``spec.md`` beside this file.
 
 from ..hooks import DALIReader, IndexHook
 from ..registry import FormatSpec
-from .join import join_shard
 from . import tools
 from .framing import MAGIC
 from .index import build_index, default_index_path, parse_index, write_index
 from .irheader import IRHeader, pack, unpack
+from .join import join_shard
 from .lst import class_names, read_lst, write_lst
 from .reader import Reader
 from .shards import (
@@ -45,7 +45,7 @@ FORMAT = FormatSpec(
     options=RecordIOOptions,
     sniff=tools.sniff,
     claim=tools.claim,
-    framing=(range(0, 8),),  # magic word and lrecord (continuation flag + length)
+    framing=(range(8),),  # magic word and lrecord (continuation flag + length)
     label_vectors=True,
     dali=DALIReader(reader="mxnet", index_paths=tools.dali_index_paths),
     record_checksums=tools.record_checksums,
@@ -62,9 +62,9 @@ FORMAT = FormatSpec(
 __all__ = [
     "DALI_INDEX",
     "FORMAT",
+    "MAGIC",
     "IRHeader",
     "ImageRecordReader",
-    "MAGIC",
     "Reader",
     "RecordIOOptions",
     "ShardReader",

@@ -36,8 +36,8 @@ class Writer:
         self.index = os.fspath(_index.default_index_path(rec) if index is None else index)
         if Path(self.rec).resolve() == Path(self.index).resolve():
             raise ValueError(f"the .rec and the .idx must be different files, got {self.rec} for both")
-        self._rec = open(self.rec, "wb", buffering=1 << 20)
-        self._idx = open(self.index, "w", encoding="ascii", newline="\n", buffering=1 << 16)
+        self._rec = open(self.rec, "wb", buffering=1 << 20)  # noqa: SIM115 -- closed by close()/__exit__
+        self._idx = open(self.index, "w", encoding="ascii", newline="\n", buffering=1 << 16)  # noqa: SIM115 -- as above
         self._pos = 0
         self._keys: set[int] = set()
         self._checksums = checksums

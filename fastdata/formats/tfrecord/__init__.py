@@ -15,7 +15,6 @@ Conventions:
 
 from ..hooks import DALIReader, IndexHook
 from ..registry import FormatSpec
-from .join import join_shard
 from . import tools
 from .compression import detect as detect_compression
 from .example_encode import encode_example
@@ -23,6 +22,7 @@ from .example_parse import is_sequence_example, parse_example, parse_sequence_ex
 from .features import IMAGE_KEY, LABEL_BASE, LABEL_KEY, TEXT_KEY
 from .framing import frame, masked_crc
 from .index import build_index, default_index_path, read_index
+from .join import join_shard
 from .reader import Reader
 from .shards import (
     ShardReader,
@@ -47,7 +47,7 @@ FORMAT = FormatSpec(
     options=TFRecordOptions,
     sniff=tools.sniff,
     claim=tools.claim,
-    framing=(range(0, 12),),  # length and its CRC (the data CRC's place depends on the length)
+    framing=(range(12),),  # length and its CRC (the data CRC's place depends on the length)
     label_vectors=True,
     dali=DALIReader(reader="tfrecord", index_paths=tools.dali_index_paths, features=(IMAGE_KEY, LABEL_KEY)),
     inspect=tools.inspect,
@@ -63,9 +63,9 @@ __all__ = [
     "IMAGE_KEY",
     "LABEL_BASE",
     "LABEL_KEY",
+    "TEXT_KEY",
     "Reader",
     "ShardReader",
-    "TEXT_KEY",
     "TFRecordOptions",
     "TFRecordShard",
     "Writer",
