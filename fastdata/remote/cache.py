@@ -147,6 +147,7 @@ class ShardCache:
             _reserved.pop(str(partial), None)
 
     def _download_checked(self, final: Path, partial: Path, name: str, store: Store, expected: Expected) -> None:
+        """Download into ``partial``, check it against ``expected`` (its size known) and rename it ``final``."""
         size = expected.size
         final.parent.mkdir(parents=True, exist_ok=True)
         problem = ""
@@ -160,7 +161,7 @@ class ShardCache:
                 if is_disk_full(exc):
                     raise self.full_error(size, store.url_of(name), f"the disk refused the write ({exc.strerror})") from None
                 raise
-            problem = _check(partial, Expected(size, expected.sha256))
+            problem = _check(partial, expected)
             self.log(store.url_of(name), name, partial, time.monotonic() - started, problem)
             if not problem:
                 os.replace(partial, final)
