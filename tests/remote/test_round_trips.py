@@ -6,6 +6,7 @@ manifest written before sizes were recorded still reads, asking the size."""
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from fastdata.formats import Manifest, Sample, registry
 from fastdata.formats._atomic import write_text_atomic
 from fastdata.formats.dataset_writer import finish_dataset, shard_name
 from fastdata.formats.manifest import MANIFEST_NAME, SIZES_EXTRA
-from fastdata.remote import localize
+from fastdata.remote import localize, read_log
 
 BUCKET = "fastdata-round-trips"
 
@@ -101,3 +102,25 @@ def test_the_list_of_sources_comes_when_an_error_first_names_one(tmp_path):
     assert ds[1][1] == 0
     with pytest.raises(DecodeError, match=r"record 2.*\(source file /photos/img_2\.jpg\)"):
         ds[2]
+
+
+def _shards_fetched(cache) -> set[str]:
+    return {e["file"] for e in read_log(cache) if e["file"].endswith(".rec")}
+
+
+@pytest.mark.parametrize("cache_shards, ahead", [(None, 4), (4, 2)], ids=["unbounded", "four-shard-cache"])
+def test_opening_a_shard_reads_ahead_the_next_ones_within_half_the_cache(tmp_path, cache_shards, ahead):
+    """A map-style reader opens shard 0: shards 1-4 follow in the manifest's
+    order (4 at most), and no more bytes than half the cache may hold."""
+    server = tmp_path / "server"
+    make_dataset(server, "recordio", n=80, shards=8)
+    largest = max(p.stat().st_size for p in server.glob("*.rec"))
+    limit = None if cache_shards is None else cache_shards * largest
+    directory = localize(f"file://{server}", cache_dir=tmp_path / "cache", cache_bytes=limit)
+    fastdata.RecordIODataset(directory, decode=False)[0]
+    wanted = {f"shard-{k:05d}.rec" for k in range(ahead + 1)}
+    deadline = time.monotonic() + 30
+    while not wanted <= _shards_fetched(tmp_path / "cache") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # a read-ahead beyond the window would show by now
+    assert _shards_fetched(tmp_path / "cache") == wanted
