@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -33,6 +34,7 @@ class RayNodes:
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
         self.nodes: list[subprocess.Popen] = []
+        self._started = time.time()
         self._logs = logs
         self._env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **(env or {})}
         ray_cli = str(Path(sys.executable).with_name("ray"))
@@ -114,6 +116,13 @@ class RayNodes:
             except subprocess.TimeoutExpired:
                 pass
         _kill_all(everything)  # workers in sessions of their own, should one outlive its raylet
+        # what `ray stop` removes: else a later ray.init() without an address tries to join this dead cluster
+        marker = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+        try:
+            if marker.stat().st_mtime >= self._started:
+                marker.unlink()
+        except OSError:
+            pass
 
 
 def _parents() -> dict[int, int]:
