@@ -36,7 +36,9 @@ class RayNodes:
         self.nodes: list[subprocess.Popen] = []
         self._started = time.time()
         self._logs = logs
-        self._env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **(env or {})}
+        # RAY_AUTH_MODE: a token in ~/.ray (left by any local ray.init) would turn token checks on for the
+        # nodes and not every client sends it; on loopback there is nothing to guard
+        self._env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled", **(env or {})}
         ray_cli = str(Path(sys.executable).with_name("ray"))
         self._cli = ray_cli if os.path.exists(ray_cli) else shutil.which("ray") or "ray"
         try:
@@ -62,6 +64,8 @@ class RayNodes:
         """``ray.init`` this process into the cluster and wait for every node to join."""
         import ray
 
+        self._auth = os.environ.get("RAY_AUTH_MODE")
+        os.environ["RAY_AUTH_MODE"] = "disabled"  # as the nodes were started
         ray.init(address=self.address, log_to_driver=False, configure_logging=False)
         deadline = time.monotonic() + timeout
         while sum(node["Alive"] for node in ray.nodes()) < len(self.nodes):
@@ -96,6 +100,11 @@ class RayNodes:
             ray.shutdown()
         except ImportError:
             pass
+        if getattr(self, "_auth", "unset") != "unset":
+            if self._auth is None:
+                os.environ.pop("RAY_AUTH_MODE", None)
+            else:
+                os.environ["RAY_AUTH_MODE"] = self._auth
         everything = set().union(*(self.group(n) for n in range(len(self.nodes))))
         for node in reversed(self.nodes):
             if node.poll() is None:
