@@ -70,7 +70,8 @@ class FormatError(FastDataError):
             places.append(self.path)
         cause, number = self.reason, self.record
         if number is not None:
-            cause = self.reason[_RECORD.match(self.reason).end():]
+            lead = _RECORD.match(self.reason)
+            cause = self.reason[lead.end():] if lead else self.reason
             if record is None or number != record:
                 places.append(f"record {number}")
         if self.offset is not None:

@@ -27,7 +27,7 @@ import dataclasses
 import os
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from fastdata.errors import ConfigError
 from fastdata.formats import dataset_writer
@@ -207,10 +207,10 @@ def _finish(out: Path, plan: Plan, records: dict[str, ShardRecord], allow_skips:
         for directory in sorted({plan.split_dir(out, s.split) for s in plan.shards}):
             sync_dir(directory)
     for split in plan.splits:
-        infos = [records[s.key].info for s in plan.shards if s.split == split and records[s.key].info is not None]
+        infos = [info for s in plan.shards if s.split == split and (info := records[s.key].info) is not None]
         directory = plan.split_dir(out, split)
         directory.mkdir(parents=True, exist_ok=True)
-        extra = {"converter": summary.converter_extra(plan, split)}
+        extra: dict[str, Any] = {"converter": summary.converter_extra(plan, split)}
         if infos:
             extra["sources"] = _write_sources(directory, plan, split, records, sources)
         dataset_writer.finish_dataset(directory, plan.options.format, infos, plan.classes, extra=extra)
@@ -273,5 +273,7 @@ def _source(req: ConvertRequest) -> dict:
             "extensions": list(req.extensions),
             "allow_empty_classes": req.allow_empty_classes,
         }
+    if req.list_file is None:  # _check_request: SRC or --list, one of them
+        raise ConfigError("give either SRC (an image folder) or --list FILE")
     list_file = os.path.abspath(req.list_file)
     return {"kind": "list", "list": list_file, "root": os.path.abspath(req.root or os.path.dirname(list_file))}

@@ -200,7 +200,7 @@ def _prepare_open(img: Image.Image, data: bytes, options: EncodeOptions) -> Prep
         return Prepared(data, height, width)
 
     reasons = []
-    target = _target_size(width, height, options.resize) if shrink else None
+    target = _target_size(width, height, options.resize) if shrink and options.resize is not None else None
     if target is not None and is_jpeg:
         img.draft(img.mode, (target[0] * 2, target[1] * 2))  # DCT-scale big photos; stays >= 2x the target
     img.load()
@@ -249,7 +249,8 @@ def to_rgb(img: Image.Image, reasons: list[str]) -> Image.Image:
         transparency = None
     if img.mode in _ALPHA_MODES or transparency is not None:
         rgba = img.convert("RGBA")
-        if rgba.getextrema()[3][0] < 255:
+        # Pillow types getextrema() as one band's (low, high) or a pair per band; RGBA has four pairs
+        if rgba.getextrema()[3][0] < 255:  # type: ignore[misc]
             reasons.append("alpha-on-white")
         background = Image.new("RGBA", rgba.size, (*BACKGROUND, 255))
         return Image.alpha_composite(background, rgba).convert("RGB")

@@ -140,10 +140,13 @@ def _scan(req: ConvertRequest, source: dict) -> ScanResult:
     else:
         from fastdata.formats.lst import read_lst
 
-        if not os.path.isfile(req.list_file):
-            raise ConfigError(f"{req.list_file}: list file does not exist")
-        entries = [(i, (lab,) if isinstance(lab, float) else tuple(lab), rel) for i, lab, rel in read_lst(req.list_file)]
-        scan = scan_list(req.list_file, source["root"], entries)
+        list_file = req.list_file
+        if list_file is None:  # refused before: SRC or --list, one of them
+            raise ConfigError("give either SRC (an image folder) or --list FILE")
+        if not os.path.isfile(list_file):
+            raise ConfigError(f"{list_file}: list file does not exist")
+        entries = [(i, (lab,) if isinstance(lab, float) else tuple(lab), rel) for i, lab, rel in read_lst(list_file)]
+        scan = scan_list(list_file, source["root"], entries)
     return scan
 
 
@@ -178,7 +181,7 @@ def _check_same(plan: Plan, options: PlanOptions, source: dict, out: Path) -> No
 
 def _difference(key: str, saved: object, now: object) -> str:
     if key == "restart_markers":  # the one setting that has a default depending on the install
-        said = {True: "with restart markers", False: "byte for byte (--passthrough)"}
+        said: dict[object, str] = {True: "with restart markers", False: "byte for byte (--passthrough)"}
         return (f"JPEGs were stored {said.get(saved, repr(saved))} and this run would store them {said[bool(now)]}: "
                 f"pass {'--restart-markers' if saved else '--passthrough'} to resume")
     return f"{key}: saved {saved!r}, now {now!r}"

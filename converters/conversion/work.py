@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from fastdata.errors import FastDataError
+from fastdata.errors import ConfigError, FastDataError
 from fastdata.formats import registry
 from fastdata.formats._atomic import durable, remove
 from fastdata.formats.sample import Sample, ShardInfo
@@ -118,8 +118,11 @@ def join_pieces(job: JoinJob) -> ShardInfo | None:
     one writer would have written, remove the folder they were written in, and
     return the shard's ShardInfo (None when every piece is empty)."""
     written = [(Path(piece.path), piece.info) for piece in job.pieces if piece.info is not None]
+    join = registry.get(job.format).join
+    if written and join is None:
+        raise ConfigError(f"the {job.format} format has no join: its shards cannot be written in pieces")
     with durable(job.fsync):
-        info = registry.get(job.format).join(job.target, written) if written else None
+        info = join(job.target, written) if written and join is not None else None
     remove(job.leftovers)
     return info
 

@@ -290,7 +290,7 @@ def _choose_val(items: Sequence[SourceItem], fraction: float, seed: int) -> list
     """Positions of the validation items: ``round(fraction * n)`` of each class,
     never a class's last training image; positions of multi-label items are drawn
     from the whole set. Returned in scan order."""
-    groups: dict[object, list[int]] = {}
+    groups: dict[int | None, list[int]] = {}
     for pos, item in enumerate(items):
         groups.setdefault(item.label if isinstance(item.label, int) else None, []).append(pos)
     rng = conversion_generator(seed, _VAL_STREAM)  # numpy's choice(): only a split plan imports numpy

@@ -250,7 +250,7 @@ PARALLEL_STAT_FROM = 8192
 #: The fewest files a stat task takes; a task is a quarter of a worker's share when that is more
 #: (each costs a round trip, and the workers should still finish together).
 STAT_TASK = 256
-_LISTING: dict[str, list[tuple[str, list[str]]] | None] = {"dirs": None}
+_LISTING: dict[str, list[tuple[str, list[str]]]] = {"dirs": []}  # a stat worker's folders: _install_listing
 
 
 def _sizes(dirs: list[tuple[str, list[str]]], workers: int) -> list[array]:

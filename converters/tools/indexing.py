@@ -66,7 +66,7 @@ def checksum_file(path: str | os.PathLike[str], *, force: bool = False) -> tuple
     out = checksums.sidecar_path(target.path)
     if out.exists() and not force:
         raise ConfigError(f"{out} already exists; pass --force to compute it again")
-    crcs, size = compute(target.found)
+    crcs, size = compute(target.shard)
     with written(out) as (tmp,):
         checksums.write(tmp, crcs, size)
     return out, f"CRC32C of {len(crcs)} records, checked by every later read"
@@ -88,12 +88,12 @@ def index_file(path: str | os.PathLike[str], *, force: bool = False) -> tuple[Pa
         raise ConfigError(
             f"{path}: only shards of {', '.join(indexed)} have index files (this is {target.kind} / {target.format})"
         )
-    out = hook.path(target.found.data_file)
+    out = hook.path(target.shard.shard_file)
     if out.exists() and not force:
         raise ConfigError(f"{out} already exists; pass --force to rebuild it")
     tmp = out.with_name(out.name + f".{os.getpid()}.partial")
     try:
-        detail = hook.build(target.found, tmp)
+        detail = hook.build(target.shard, tmp)
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)

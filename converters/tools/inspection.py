@@ -104,9 +104,9 @@ def _describe_dataset(target: Target, records: int) -> dict[str, Any]:
 def _describe_shard(target: Target, records: int) -> dict[str, Any]:
     """One shard, described by its format's ``inspect`` hook."""
     report: dict[str, Any] = {"path": str(target.path), "kind": "shard", "format": target.format}
-    if target.found.compression:
-        report["compression"] = target.found.compression
-    count, shown = registry.get(target.format).inspect(target.found, records)
+    if target.shard.compression:
+        report["compression"] = target.shard.compression
+    count, shown = registry.get(target.format).inspect(target.shard, records)
     report["records"] = count
     report["samples"] = [one.fields | (_image(one.image) if one.image is not None else {}) for one in shown]
     return report

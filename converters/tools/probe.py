@@ -16,7 +16,7 @@ import os
 import warnings
 from pathlib import Path
 
-from fastdata.errors import ManifestError
+from fastdata.errors import ConfigError, ManifestError
 from fastdata.formats import (
     MANIFEST_NAME,
     Detected,
@@ -52,8 +52,18 @@ class Target:
     splits: dict[str, Path] = dataclasses.field(default_factory=dict)
 
     @property
-    def manifest(self) -> Manifest | None:
-        return self.found.manifest if self.found is not None else None
+    def manifest(self) -> Manifest:
+        """The dataset's manifest (a ``"dataset"`` target only)."""
+        if self.found is None or self.found.manifest is None:
+            raise ConfigError(f"{self.path} is a {self.kind}, not a converted dataset directory with a {MANIFEST_NAME}")
+        return self.found.manifest
+
+    @property
+    def shard(self) -> Detected:
+        """What detection found (a ``"dataset"`` or ``"shard"`` target; ``"splits"`` has one per split)."""
+        if self.found is None:
+            raise ConfigError(f"{self.path} holds the splits {', '.join(self.splits)}: name one of them")
+        return self.found
 
 
 def identify(path: str | os.PathLike[str]) -> Target:

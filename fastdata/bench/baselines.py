@@ -69,12 +69,12 @@ class PILRandomResizedCrop:
 
     def __call__(self, img: Image.Image) -> Image.Image:
         top, left, h, w = sample_resized_crop(img.height, img.width, (0.08, 1.0), (3 / 4, 4 / 3), generator())
-        return img.resize((self.size, self.size), Image.BILINEAR, box=(left, top, left + w, top + h))
+        return img.resize((self.size, self.size), Image.Resampling.BILINEAR, box=(left, top, left + w, top + h))
 
 
 class PILFlip:
     def __call__(self, img: Image.Image) -> Image.Image:
-        return img.transpose(Image.FLIP_LEFT_RIGHT) if generator().random() < 0.5 else img
+        return img.transpose(Image.Transpose.FLIP_LEFT_RIGHT) if generator().random() < 0.5 else img
 
 
 class PILResizeCenterCrop:
@@ -87,7 +87,7 @@ class PILResizeCenterCrop:
             nw, nh = self.resize, int(self.resize * h / w)
         else:
             nw, nh = int(self.resize * w / h), self.resize
-        img = img.resize((nw, nh), Image.BILINEAR)
+        img = img.resize((nw, nh), Image.Resampling.BILINEAR)
         left, top = round((nw - self.crop) / 2.0), round((nh - self.crop) / 2.0)
         return img.crop((left, top, left + self.crop, top + self.crop))
 

@@ -45,11 +45,12 @@ def snapshot(pid: int | None = None, children: Iterable[int] = ()) -> CpuSnapsho
             lines = {line.split(maxsplit=1)[0]: line.split() for line in f if line.startswith("cpu")}
     except OSError:
         return None
-    wanted = [lines.get(f"cpu{c}") for c in cpus] or [lines.get("cpu")]
-    if any(row is None for row in wanted):
+    found = [lines.get(f"cpu{c}") for c in cpus] or [lines.get("cpu")]
+    wanted = [row for row in found if row is not None]
+    if len(wanted) != len(found):
         return None
     # user nice system idle iowait irq softirq steal: everything but idle and iowait is busy
-    busy = sum(sum(int(v) for v in (row[1:4] + row[6:9])) for row in wanted)  # type: ignore[index]
+    busy = sum(sum(int(v) for v in (row[1:4] + row[6:9])) for row in wanted)
     own = _process_ticks(pid or os.getpid(), reaped=True) + sum(_process_ticks(c) for c in children)
     return CpuSnapshot(busy / _TICK, own / _TICK, len(wanted) if cpus else (os.cpu_count() or 1))
 

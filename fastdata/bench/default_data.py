@@ -43,9 +43,9 @@ def default_dataset(num_images: int = 240, root: str | os.PathLike[str] | None =
 def _photo(rng: np.random.Generator, w: int, h: int, kind: int) -> bytes:
     # low-frequency colour field, upsampled: skies, walls, lawns
     coarse = rng.integers(0, 256, size=(6, 8, 3), dtype=np.uint8)
-    img = np.asarray(Image.fromarray(coarse).resize((w, h), Image.BICUBIC), dtype=np.float32)
+    img = np.asarray(Image.fromarray(coarse).resize((w, h), Image.Resampling.BICUBIC), dtype=np.float32)
     # mid-frequency texture: foliage, gravel
-    tex = np.asarray(Image.fromarray(rng.integers(0, 256, size=(h // 3, w // 3), dtype=np.uint8)).resize((w, h), Image.BILINEAR), dtype=np.float32)
+    tex = np.asarray(Image.fromarray(rng.integers(0, 256, size=(h // 3, w // 3), dtype=np.uint8)).resize((w, h), Image.Resampling.BILINEAR), dtype=np.float32)
     img += (tex[..., None] - 128.0) * (0.35 if kind == 0 else 0.2)
     # hard edges: buildings, horizons
     for _ in range(int(rng.integers(3, 9))):

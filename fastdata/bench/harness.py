@@ -32,7 +32,7 @@ class Variant:
 
     name: str
     group: str
-    run: Callable[[], int]
+    run: Callable[[], int | Measured]
     baseline: str | None = None
     unit: str = "img"
     note: str = ""

@@ -28,7 +28,7 @@ def machine_info() -> dict:
             cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
     except OSError:
         pass
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in _PACKAGES:
         try:
             versions[name] = importlib.metadata.version(name)
@@ -127,7 +127,7 @@ def table(results: list[Result], notes: dict[str, str] | None = None) -> str:
             f"{'RSS MB':>6}  unit   note")
     lines = [head, "-" * len(head)]
     for r in shown:
-        if r.median is None:
+        if r.median is None or r.low is None or r.high is None:  # a failed row has none of them
             lines.append(f"{r.group:<7}  {r.label:<{width}}  {'failed':>9}  {r.error}")
             continue
         lines.append(

@@ -15,8 +15,9 @@ import dataclasses
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 import torch
@@ -77,7 +78,27 @@ def drain(loader) -> int:
     return n
 
 
-def steady(make: Callable[[], object], min_items: int = 0, min_seconds: float = 0.0) -> dict[str, Callable[[], object]]:
+class Steady(TypedDict):
+    """The :class:`Variant` fields :func:`steady` fills."""
+
+    run: Callable[[], int]
+    warm: Callable[[], int]
+    setup: Callable[[], None]
+    teardown: Callable[[], None]
+
+
+class Expected(TypedDict):
+    """A :class:`Variant`'s up-front time estimates (its ``expect`` fields)."""
+
+    expect: float
+    expect_warm: float
+
+
+class SteadyRow(Steady, Expected):
+    """Both, for a row that times steady-state epochs."""
+
+
+def steady(make: Callable[[], Iterable[Any]], min_items: int = 0, min_seconds: float = 0.0) -> Steady:
     """``run``/``warm``/``setup``/``teardown`` for a Variant that times steady-state epochs.
 
     ``setup`` (untimed) builds the loader with persistent workers and pulls
@@ -89,7 +110,7 @@ def steady(make: Callable[[], object], min_items: int = 0, min_seconds: float = 
     the pipeline's fill and drain weigh more than in training, and two runs'
     ratios disagree more. ``warm`` (the warm-up pass) reads one epoch.
     """
-    held: list[object] = []
+    held: list[Any] = []
 
     def setup() -> None:
         loader = make()
@@ -138,7 +159,7 @@ def build(s: Settings) -> list[Variant]:
     if "read" in s.groups:
         out += _raw_reads(s)
     if "convert" in s.groups and s.convert is not None:
-        out += _conversions(s)
+        out += _conversions(s, s.convert)
     return out
 
 
@@ -148,7 +169,7 @@ _OVERHEAD = {"torch": 0.6, "threads": 0.25, "processes": 0.6, "dali": 1.3}
 _EPOCH_GUESS = {"torch": 0.6, "threads": 0.2, "processes": 0.25, "dali": 0.4}
 
 
-def _expect(s: Settings, kind: str) -> dict[str, float]:
+def _expect(s: Settings, kind: str) -> Expected:
     return {"expect": s.pass_seconds + _OVERHEAD[kind], "expect_warm": _EPOCH_GUESS[kind] + _OVERHEAD[kind]}
 
 
@@ -161,17 +182,17 @@ def _pipelines(s: Settings, *, train: bool) -> list[Variant]:
     base = baselines.recipe_name()
     pil = baselines.train_transforms if train else baselines.eval_transforms
 
-    def torch_loader(ds, collate):
-        return steady(lambda: torch.utils.data.DataLoader(
+    def torch_loader(ds, collate) -> SteadyRow:
+        return SteadyRow(**steady(lambda: torch.utils.data.DataLoader(
             ds, batch_size=s.batch_size, shuffle=train, num_workers=s.workers, collate_fn=collate, drop_last=False,
-            persistent_workers=s.workers > 0), s.pass_images, s.pass_seconds) | _expect(s, "torch")
+            persistent_workers=s.workers > 0), s.pass_images, s.pass_seconds), **_expect(s, "torch"))
 
-    def fast(ds, workers=None):
+    def fast(ds, workers=None) -> SteadyRow:
         # the defaults a user gets: make_loader(ds, batch_size, workers=N), no kind (auto)
         chosen = workers if isinstance(workers, Workers) else defaults(ds)[0]
-        return steady(lambda: make_loader(ds, s.batch_size, train=train, workers=workers or s.workers,
-                                             seed=s.seed, rank=0, world_size=1), s.pass_images, s.pass_seconds) \
-            | _expect(s, chosen.kind if chosen.count() else "threads")
+        return SteadyRow(**steady(lambda: make_loader(ds, s.batch_size, train=train, workers=workers or s.workers,
+                                                      seed=s.seed, rank=0, world_size=1), s.pass_images, s.pass_seconds),
+                         **_expect(s, chosen.kind if chosen.count() else "threads"))
 
     def aware():
         return Compose([RandomResizedCrop(224), RandomHorizontalFlip()]) if train else ResizedCenterCrop(256, 224)
@@ -204,7 +225,7 @@ def _pipelines(s: Settings, *, train: bool) -> list[Variant]:
         fmt, path = next(iter(s.shards.items()))
         chosen, _ = defaults(open_dataset(path, transform=aware()))
         if chosen.count():
-            other = "processes" if chosen.kind == "threads" else "threads"
+            other: Literal["processes", "threads"] = "processes" if chosen.kind == "threads" else "threads"
             rows.append(Variant(f"{decode_aware_row(fmt)}, worker {other}", group,
                                 **fast(open_dataset(path, transform=aware()), Workers(s.workers, kind=other)),
                                 baseline=base, note=f"Workers({s.workers}, kind={other!r})"))
@@ -220,9 +241,11 @@ def _pipelines(s: Settings, *, train: bool) -> list[Variant]:
 
         # the default grid: DALI on the first format, training (the target's row); --full: every source, eval too
         for fmt, path in list(s.shards.items())[: None if s.full else 1]:
-            run = steady(lambda path=path: DALILoader(path, s.batch_size, train=train, device="cpu", device_id=None,
-                                                         num_threads=s.workers, seed=s.seed), s.pass_images,
-                         s.pass_seconds)
+            def dali(path: str = path) -> DALILoader:
+                return DALILoader(path, s.batch_size, train=train, device="cpu", device_id=None,
+                                  num_threads=s.workers, seed=s.seed)
+
+            run = steady(dali, s.pass_images, s.pass_seconds)
             rows.append(Variant(f"DALI CPU {fmt}", group, **run, **_expect(s, "dali"), baseline=base,
                                 note=f"{s.workers} threads, the same shards"))
     return rows
@@ -289,7 +312,7 @@ def small_records(scratch: str, n: int = 10_000, size: int = 200) -> dict[str, s
 def _raw_reads(s: Settings) -> list[Variant]:
     rows = []
     small = small_records(s.scratch)
-    timing = {"expect": s.pass_seconds + 0.1, "expect_warm": 0.15}
+    timing: Expected = {"expect": s.pass_seconds + 0.1, "expect_warm": 0.15}
     # the third-party package on fastdata's TFRecord shards; the main job's extras leave it out: no row, no failure
     tf_base = "tfrecord package reader, sequential (small)" if _has_tfrecord_package() else None
     if tf_base:
@@ -326,7 +349,8 @@ def _tfrecord_package_pass(path: str) -> Callable[[], int]:
         from tfrecord.reader import tfrecord_loader
 
         n = 0
-        for _ in tfrecord_loader(os.path.join(path, shard.file), os.path.join(path, shard.index),
+        index = os.path.join(path, shard.index) if shard.index else None  # None: the package reads front to back
+        for _ in tfrecord_loader(os.path.join(path, shard.file), index,
                                  {"image/encoded": "byte", "image/class/label": "int"}):
             n += 1
         return n
@@ -334,7 +358,14 @@ def _tfrecord_package_pass(path: str) -> Callable[[], int]:
     return run
 
 
-def _conversions(s: Settings) -> list[Variant]:
+class ConvertTiming(TypedDict):
+    """The :class:`Variant` fields of a conversion row."""
+
+    run: Callable[[], Measured]
+    expect: float
+
+
+def _conversions(s: Settings, convert: Convert) -> list[Variant]:
     """Conversion rates beyond start-up (see :data:`GROUP_NOTES`): the plain loop
     and ``fastdata convert --passthrough`` do the same work (each JPEG's bytes as
     they are); the default conversion, where the compiled decoder makes it rewrite
@@ -365,12 +396,12 @@ def _conversions(s: Settings) -> list[Variant]:
         return beyond_start_up(lambda: plain_once(big_files, "plain"), lambda: plain_once(tiny_files, "plain-tiny"),
                                n, s.pass_seconds)
 
-    def conv(fmt: str, workers: int, markers: bool) -> dict:
+    def conv(fmt: str, workers: int, markers: bool) -> ConvertTiming:
         def once(src: Path, name: str) -> float:
             out = scratch / name
             shutil.rmtree(out, ignore_errors=True)
             t0 = time.perf_counter()
-            s.convert(str(src), str(out), fmt, workers, restart_markers=markers)
+            convert(str(src), str(out), fmt, workers, restart_markers=markers)
             dt = time.perf_counter() - t0
             shutil.rmtree(out, ignore_errors=True)
             return dt

@@ -106,7 +106,8 @@ def judge(results: list[Result], formats: tuple[str, ...], missing: dict[str, st
             label = label.replace("the torchvision (apex) recipe", "the PIL stand-in for torchvision's recipe")
             label = label.replace("the torchvision recipe", "the PIL stand-in for torchvision's recipe")
         v = Verdict(t.key, label, t.minimum, decode_aware_row(source), against)
-        num, den = rows.get((group, v.row)), rows.get((group, against or ""))
+        num = rows.get((group, v.row)) if v.row is not None else None
+        den = rows.get((group, against or ""))
         if num is None or den is None or not num.rates or not den.rates or den.median <= 0:
             gone = v.row if num is None or not num.rates else against
             v.why_not = f"DALI {absent}" if absent else f"{gone or 'its baseline'} was not timed in this run"

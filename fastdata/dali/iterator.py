@@ -75,6 +75,8 @@ class DALILoader:
         if device_id == AUTO:
             on_gpu = pipeline.get("device") != "cpu" and torch.cuda.is_available()
             device_id = torch.cuda.current_device() if on_gpu else None
+        elif isinstance(device_id, str):
+            raise ConfigError(f"device_id must be a GPU index, None (the CPU) or {AUTO!r}, got {device_id!r}")
         self.path = os.fspath(path)
         self.batch_size = batch_size
         self.train = train

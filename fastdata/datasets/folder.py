@@ -80,7 +80,7 @@ class _Samples(Sequence):
     def __len__(self) -> int:
         return len(self._ds)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         return self._ds.path(i), int(self._ds.targets[i])

@@ -53,6 +53,9 @@ class ShardStream(ShardLabels, SampleSettings, torch.utils.data.IterableDataset)
     shuffle_buffer: int
     drop_last: bool
     place: Place
+    rank: int  # place.rank and place.world_size, read per sample
+    world_size: int
+    _epoch: SharedSlots  # the epoch, shared with persistent workers
 
     @property
     def epoch(self) -> int:

@@ -42,6 +42,8 @@ def open_dataset(path: PathArg, *, streaming: bool = False, **kwargs: Any) -> An
     if found is None:
         if streaming:
             raise ConfigError(f"{_show(path)}: an image folder has no streaming variant; open it without streaming=True")
+        if not isinstance(path, (str, os.PathLike)):
+            raise ConfigError(f"{_show(path)}: a list of image folders; open one folder at a time")
         from .folder import ImageFolder
 
         return ImageFolder(path, **kwargs)

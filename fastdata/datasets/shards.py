@@ -15,15 +15,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ConfigError
-from ..formats import Detected, registry
+from ..formats import Detected, Manifest, registry
 from ..remote import hooks as remote_hooks
 from .base import SampleSettings, ShardDataset
 from .imaging import Transform
 from .shardset import ShardSet
 from .sources import PathArg, first_path, resolve
+
+if TYPE_CHECKING:
+    import numpy as np
 
 TARGETS_EXTRA = "targets"
 """``manifest.extra`` key naming a ``.npy`` of every sample's 0-based target
@@ -41,13 +44,13 @@ def converted(format_name: str, path: PathArg, paths: list[str], manifest: Any, 
     if not remote_hooks.is_localized(path):  # a remote dataset's shards are checked as they are fetched
         manifest.check_shard_sizes(path)
     targets = manifest.extra.get(TARGETS_EXTRA)
-    sources = manifest.sources_file(path)  # type: ignore[arg-type]
+    sources = manifest.sources_file(path)
     return ShardSet(
         format_name,
         paths,
         options,
         [s.records for s in manifest.shards],
-        targets_file=os.fspath(manifest.path_of(path, targets)) if targets else None,  # type: ignore[arg-type]
+        targets_file=os.fspath(manifest.path_of(path, targets)) if targets else None,
         sources_file=os.fspath(sources) if sources is not None else None,
         checks=[_checks(os.fspath(path), manifest, info) for info in manifest.shards],  # type: ignore[arg-type]
         num_classes=len(manifest.classes) or None,
@@ -79,7 +82,8 @@ def open_shards(path: PathArg, format_name: str | None, options: dict[str, Any])
         format_name = found.format if found is not None else registry.detect(first_path(path)).format
     spec = registry.get(format_name)
     reader_options = spec.reader_options(**options)
-    if found is not None and found.format == format_name:
+    manifest: Manifest | None
+    if found is not None and found.format == format_name and found.manifest is not None:
         manifest = found.manifest
         paths = [os.fspath(manifest.path_of(path, s.file)) for s in manifest.shards]
     else:  # (a directory of another format: resolve reads it again to refuse it with the class to use)
@@ -113,7 +117,7 @@ class ShardSource(SampleSettings):
         self.shards, found = open_shards(path, self._format_for(format), options)
         names = classes if classes is not None else found
         self._classes = list(names) if names is not None else None
-        self._targets = None
+        self._targets: np.ndarray | None = None
 
     @property
     def format(self) -> str:

@@ -91,7 +91,9 @@ def _load_turbo() -> JpegDecoder:
     class _Warned(Exception):
         pass
 
-    class StrictTurboJPEG(tj.TurboJPEG):  # type: ignore[misc, name-defined]
+    turbo_jpeg: Any = tj.TurboJPEG  # a class of the module imported just now: a base the checker cannot see
+
+    class StrictTurboJPEG(turbo_jpeg):
         # PyTurboJPEG turns libjpeg warnings (truncation!) into warnings.warn and
         # returns the half-filled buffer; raise instead. The name is the mangled
         # private method every 1.x version calls after a nonzero status.

@@ -66,7 +66,7 @@ def installed_elsewhere(directory: Path = PACKAGE_DIR, path: list[str] | None = 
             if finder is PathFinder:
                 spec = PathFinder.find_spec("fastdata", entries)
             else:
-                spec = finder.find_spec("fastdata", None)  # type: ignore[union-attr]
+                spec = finder.find_spec("fastdata", None)
         except Exception:  # noqa: BLE001 - a third-party finder's trouble is not ours to report
             continue
         for location in (spec.submodule_search_locations or []) if spec is not None else []:
@@ -81,7 +81,10 @@ def editable_install_of(checkout: Path, path: list[str] | None = None) -> bool:
     editable install of ``checkout`` (pip's direct_url.json says so)."""
     import importlib.metadata
 
-    found = importlib.metadata.distributions(name="fastdata", **({"path": path} if path is not None else {}))
+    if path is not None:
+        found = importlib.metadata.distributions(name="fastdata", path=path)
+    else:
+        found = importlib.metadata.distributions(name="fastdata")
     for dist in found:  # the checkout's own egg-info has no direct_url
         try:
             info = json.loads(dist.read_text("direct_url.json") or "{}")

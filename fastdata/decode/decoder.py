@@ -203,7 +203,7 @@ def check_pixels(info: ImageInfo, max_pixels: int | None, label: str) -> None:
 def _pair(value: Any, what: str) -> tuple[int, int]:
     if isinstance(value, numbers.Integral):
         value = (value, value)
-    if len(value) != 2 or not all(isinstance(v, numbers.Integral) and v > 0 for v in value):
+    if len(value) != 2 or not all(isinstance(v, numbers.Integral) and int(v) > 0 for v in value):
         raise ConfigError(f"{what} must be a positive int or (height, width), got {value!r}")
     return int(value[0]), int(value[1])
 

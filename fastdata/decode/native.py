@@ -134,7 +134,8 @@ def plan(
         st, sl, bh, bw = snap_box(sub, (rh, rw))
     else:
         upright = (rw, rh) if o >= 5 else (rh, rw)
-        st, sl, bh, bw = box_to_stored(snap_box(box_to_upright(sub, o, upright), upright), o, (rh, rw))
+        # an int box maps to ints (box_to_stored only swaps and subtracts): int() tells the type checker
+        st, sl, bh, bw = map(int, box_to_stored(snap_box(box_to_upright(sub, o, upright), upright), o, (rh, rw)))
     return n, (y0 + st, x0 + sl, bh, bw), (0.0, 0.0, float(bh), float(bw))
 
 

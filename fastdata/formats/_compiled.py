@@ -10,9 +10,10 @@ NAME = "fastdata.formats._speedups"
 
 module: ModuleType | None
 try:
-    from . import _speedups as module
+    from . import _speedups
 except ImportError as exc:  # not built: no compiler at install time, or a source tree not built in place
     module = None
     why = f"{NAME} is not built ({exc})"
 else:
+    module = _speedups
     why = ""

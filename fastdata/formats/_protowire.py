@@ -82,6 +82,7 @@ def iter_fields(buf: bytes | memoryview) -> Iterator[tuple[int, int, object]]:
     mv = memoryview(buf)
     pos = 0
     end = len(mv)
+    value: int | memoryview
     while pos < end:
         key, pos = decode_varint(mv, pos)
         field, wire_type = key >> 3, key & 7

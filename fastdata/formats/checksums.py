@@ -35,6 +35,8 @@ from ._atomic import sha256_file
 from .crc import crc32c
 
 if TYPE_CHECKING:  # numpy is not imported at run time: a small conversion does not pay its import
+    import mmap
+
     import numpy as np
 
 SUFFIX = ".crc"
@@ -253,7 +255,7 @@ def matches(path: str | os.PathLike[str], digest: str) -> bool:
     return file_digest(path, kind) == f"{kind}:{value}"
 
 
-def buffer_matches(data: bytes | memoryview, digest: str) -> bool:
+def buffer_matches(data: bytes | memoryview | mmap.mmap, digest: str) -> bool:
     """:func:`matches` for bytes already in memory or mapped (a reader's mmap of
     the whole file), so that checking a digest reads the file no second time."""
     kind, _, value = digest.partition(":")

@@ -42,7 +42,7 @@ def portable(data: Any, value: int = 0, /) -> int:
     return _package(data, value)
 
 
-crc32c: Callable[..., int] = _compiled.crc32c if hardware is not None else portable  # type: ignore[union-attr]
+crc32c: Callable[..., int] = _compiled.crc32c if _compiled is not None and hardware is not None else portable
 """``crc32c(data, value=0)``: the CRC-32C of the buffer ``data`` continuing
 from ``value``, so ``crc32c(b, crc32c(a)) == crc32c(a + b)``; as the crc32c
 package computes it."""

@@ -9,11 +9,10 @@ import dataclasses
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from ..errors import FormatError
+from ..errors import ConfigError, FormatError
 from .manifest import MANIFEST_NAME, Manifest
-from .sample import SampleReader
 
 Framing = tuple[range, ...]
 """Byte ranges of a shard's first record that are framing or checksum, not
@@ -49,6 +48,24 @@ class Detected:
     @property
     def is_dataset(self) -> bool:
         return self.manifest is not None
+
+    @property
+    def shard_file(self) -> Path:
+        """``data_file``, for the hooks that read one shard file (a dataset directory has none)."""
+        if self.data_file is None:
+            raise ConfigError(f"{self.path} is a converted dataset directory, not one {self.format} file: "
+                              "pass one of its shard files")
+        return self.data_file
+
+
+class CheckedRecords(Protocol):
+    """What ``fastdata verify`` reads a shard file through: ``sample(j)`` is
+    ``(image bytes, or None for a record that holds no image, label)``. Every
+    :class:`SampleReader` is one."""
+
+    def __len__(self) -> int: ...
+
+    def sample(self, i: int, /) -> tuple[bytes | None, Any]: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +109,7 @@ class FileCheck:
     """
 
     problems: tuple[Problem, ...] = ()
-    records: Callable[[], SampleReader] | None = None
+    records: Callable[[], CheckedRecords] | None = None
     stream: Callable[[], Iterator[bytes]] | None = None
     image: Callable[[bytes], bytes | None] | None = None
     truncated: bool = False

@@ -63,7 +63,7 @@ def write_lst(path: str | os.PathLike[str], items: Iterable[tuple[int, float | S
     """
     lines = []
     for index, label, relpath in items:
-        labels = [label] if isinstance(label, numbers.Real) else list(label)
+        labels = [label] if isinstance(label, (int, float, numbers.Real)) else list(label)
         if not labels:
             raise ValueError(f"item {index} ({relpath!r}) has no label")
         if any(c in relpath for c in "\t\n\r"):

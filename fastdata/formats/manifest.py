@@ -140,7 +140,7 @@ class Manifest:
         is None when the file is missing. The data file is the format's
         (an LMDB shard directory's ``data.mdb``), whose size the manifest records."""
         data_file = spec(self.format).data_file
-        out = []
+        out: list[tuple[Path, int | None]] = []
         for info in self.shards:
             path = self.path_of(directory, data_file(Path(info.file)).as_posix())
             try:

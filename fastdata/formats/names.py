@@ -62,6 +62,7 @@ def check_name(name: object, field: str, source: str) -> str:
             "is refused as a whole -- do not use a dataset from this source, or re-convert it",
             damaged=True,
         )
+    assert isinstance(name, str)  # for the type checker: name_problem refuses anything else
     return name
 
 

@@ -102,7 +102,7 @@ class FormatSpec:
     label_base: int = 0
     finalize: Callable[[str | os.PathLike[str], Any], dict[str, Any]] | None = None
     check_finalized: Callable[[Path, Manifest], list[Problem]] | None = None
-    class_names: Callable[[list[SampleReader]], list[str] | None] | None = None
+    class_names: Callable[[list[Any]], list[str] | None] | None = None  # takes the readers its open_shard made
     record_checksums: Callable[[Detected], tuple[list[int], int]] | None = None
     join: Callable[[str | os.PathLike[str], list[tuple[Path, ShardInfo]]], ShardInfo] | None = None
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
-Label = int | float | Sequence[float]
+if TYPE_CHECKING:  # numpy is not imported at run time here: a label vector is one, a class index is not
+    import numpy as np
+
+Label: TypeAlias = "int | float | Sequence[float] | np.ndarray"
 
 
 @dataclasses.dataclass(frozen=True)

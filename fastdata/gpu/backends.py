@@ -107,7 +107,7 @@ class CPUDecoder:
         self.layout, self.backend, self.roi = layout, backend, roi
 
     def decode(self, encoded: list[torch.Tensor], device: torch.device,
-               regions: list[tuple[int, int, int, int]] | None = None) -> list[torch.Tensor]:
+               regions: list[tuple[int, int, int, int]] | None = None) -> list[torch.Tensor | None]:
         out = []
         for i, data in enumerate(encoded):
             pixels = torch.from_numpy(decode(data.numpy().tobytes(), backend=self.backend))
@@ -159,7 +159,7 @@ def gpu_backend(choice: str | Decoder, device: torch.device | None = None) -> tu
             if getattr(decoder, "roi", False) and device is not None:
                 roi_failed = probe_roi(decoder, device)
                 if roi_failed is not None:
-                    decoder.roi = False  # type: ignore[attr-defined]
+                    decoder.roi = False
                     reasons.append(f"{name}: whole images (its region decode {roi_failed})")
             tried = f" ({'; '.join(reasons)})" if reasons else ""
             return decoder, f"auto: the first that decoded a test JPEG on {device}{tried}" if device else "auto"

@@ -187,7 +187,11 @@ class GPUSamples(Dataset):
 
     def _encoded(self, sample: PlannedSample, key: Any) -> GPUSample:
         plan, info = sample.plan, sample.info
-        box = _snapped(info, plan, sample.name) if plan.snap else tuple(float(v) for v in plan.box)
+        if plan.snap:
+            box = _snapped(info, plan, sample.name)
+        else:
+            top, left, height, width = plan.box
+            box = (float(top), float(left), float(height), float(width))
         return GPUSample(sample.data, box, plan, (info.height, info.width), None, sample.target, key, sample.name)
 
     def _redo(self, key: Any, sample: PlannedSample | None) -> GPUSample:

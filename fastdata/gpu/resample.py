@@ -55,7 +55,9 @@ def chunks(windows: np.ndarray, budget: int, waste: float = 1.3) -> list[np.ndar
         return [np.arange(0)]
     rows, cols = windows[:, 2].astype(np.int64), windows[:, 3].astype(np.int64)
     order = np.lexsort((-cols, -rows))  # tallest first, the widest first among equals
-    groups, group, used, top, wide = [], [], 0, 0, 0
+    groups: list[np.ndarray] = []
+    group: list[int] = []
+    used, top, wide = 0, 0, 0
     for i in order.tolist():
         r, c = int(rows[i]), int(cols[i])
         t, w = max(top, r), max(wide, c)

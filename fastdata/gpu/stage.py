@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections import Counter, deque
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -110,7 +110,7 @@ class GPUBatches:
                  controller: ShareController | None = None) -> None:
         self.loader, self.device, self.decoder, self.fallback = loader, torch.device(device), decoder, fallback
         self.depth, self.chosen, self.share, self.controller = int(depth), chosen, share, controller
-        self.times: Counter[str] = Counter()
+        self.times: defaultdict[str, float] = defaultdict(float)  # host seconds by step, and "batches"
         self.device_clock = DeviceTimes()  # Loader.stats: the device's seconds per step (CUDA events)
         self.dtype, self.memory_format, self.budget = dtype, memory_format, int(budget)
         self.normalise = not (mean is None and std is None and dtype is None)
@@ -254,7 +254,8 @@ class GPUBatches:
         return (*self._assembled(batch, images), batch, images)
 
     def _decode_batch(self, batch: EncodedBatch, stream: Any) -> tuple[EncodedBatch, list[Any]]:
-        clock, images, gpu, seconds = time.perf_counter, [], len(batch.gpu), 0.0
+        clock, gpu, seconds = time.perf_counter, len(batch.gpu), 0.0
+        images: list[Any] = []
         if gpu:
             t0 = clock()
             with _on(stream), named_range("fastdata.gpu.decode"):
@@ -341,7 +342,7 @@ class GPUBatches:
         for position in positions.tolist():
             _log.warning("fastdata: the %s decoder rejected %s; decoded on the CPU", self.decoder.name, batch.names[position])
         many = getattr(self.fallback, "many", None)
-        done = many(rows) if many is not None else [self.fallback(row) for row in rows]  # type: ignore[arg-type]
+        done = many(rows) if many is not None else [self.fallback(row) for row in rows]
         for position, (image, target) in zip(positions.tolist(), done):
             pixels.append(torch.as_tensor(np.ascontiguousarray(image)))
             if isinstance(targets, torch.Tensor):

@@ -79,7 +79,8 @@ class _Range:
     __slots__ = ("_rf", "name")
 
     def __init__(self, name: str) -> None:
-        self.name, self._rf = name, None
+        self.name = name
+        self._rf: record_function | None = None
 
     def __enter__(self) -> None:
         if _profiler_on():

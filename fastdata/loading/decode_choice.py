@@ -74,7 +74,7 @@ class GPUDecode:
         if self.controlled:
             lo, hi = self.share_bounds
             return min(hi, max(lo, 0.3))
-        return float(self.cpu_share or 0.0)  # type: ignore[arg-type]
+        return float(self.cpu_share or 0.0)
 
     @classmethod
     def of(cls, value: DecodeChoice) -> GPUDecode | None:
@@ -83,7 +83,7 @@ class GPUDecode:
             return value
         if value not in _MODES:
             raise ConfigError(f"decode must be one of {_MODES} or fastdata.gpu.GPUDecode(...), got {value!r}")
-        return None if value == "cpu" else cls(mode=value)  # type: ignore[arg-type]
+        return None if value == "cpu" else cls(mode=value)
 
 
 DecodeChoice = Literal["cpu", "cuda", "auto"] | GPUDecode

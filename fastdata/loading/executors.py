@@ -15,7 +15,7 @@ package does not depend on it.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -23,12 +23,13 @@ import torch
 from torch.utils.data import Dataset
 
 from ..errors import ConfigError
+from ..order.generators import Seeding
 from .batched import BatchedPlans
 from .collate import FastCollate
 from .decode_choice import DecodeChoice, GPUDecode
 from .keyed import KeyedDataset
 
-__all__ = ["CPUExecutor", "DecodeRequest", "Executor", "choose_executor", "register_executor"]
+__all__ = ["CPUExecutor", "DecodeRequest", "Executor", "Stage", "choose_executor", "register_executor"]
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,17 @@ class DecodeRequest:
     dataset: Any
     prefetch: Any  # fastdata.loading.Prefetch or None
     collate_fn: Callable[[list[Any]], Any] | None
-    seeding: str
+    seeding: Seeding
     rank: int
+
+
+class Stage(Protocol):
+    """What runs in the main process after the workers: the CUDA prefetcher,
+    or the GPU decode's batches. The loader iterates it once a pass and closes it."""
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+    def close(self) -> None: ...
 
 
 class Executor(Protocol):
@@ -57,7 +67,7 @@ class Executor(Protocol):
         itself, or None for ``collate([feed[key] for key in keys])``."""
         ...
 
-    def stage(self, batches: Iterable[Any], prefetch: Any) -> Iterable[Any] | None: ...
+    def stage(self, batches: Iterable[Any], prefetch: Any) -> Stage | None: ...
 
 
 class CPUExecutor:
@@ -78,7 +88,7 @@ class CPUExecutor:
     def batches(self, feed: Dataset, collate: Callable[[list[Any]], Any]) -> Callable[[list[Any]], Any] | None:
         return BatchedPlans.of(feed, collate)
 
-    def stage(self, batches: Iterable[Any], prefetch: Any) -> Iterable[Any] | None:
+    def stage(self, batches: Iterable[Any], prefetch: Any) -> Stage | None:
         return prefetch.wrap(batches) if prefetch is not None else None
 
 

@@ -16,7 +16,7 @@ from ..order.generators import Seeding
 from ..order.progress import Pass, unread_after
 from ..order.unread import Unread
 from ..remote import hooks as remote_hooks
-from .prefetch import CUDAPrefetcher
+from .executors import Stage
 from .sampler import ShardedSampler
 from .seeding import WorkerSeeder
 from .state import LoaderState, dataset_digest
@@ -38,7 +38,7 @@ class Loader:
     """
 
     def __init__(self, dataloader: DataLoader | ThreadedBatches, order: ShardedSampler | StreamFeed, seeder: WorkerSeeder,
-                 prefetcher: CUDAPrefetcher | None, *, dataset: Any, seeding: Seeding, workers: str = "") -> None:
+                 prefetcher: Stage | None, *, dataset: Any, seeding: Seeding, workers: str = "") -> None:
         # order: the sampler of a map-style dataset, or the feed of a stream; same interface
         self.dataloader, self.order, self.prefetcher = dataloader, order, prefetcher
         self.dataset, self.seeding, self._seeder = dataset, seeding, seeder
@@ -84,7 +84,7 @@ class Loader:
         Raises:
             ConfigError: a stream (its order is per shard and worker, not an index list).
         """
-        if not hasattr(self.order, "indices"):
+        if not isinstance(self.order, ShardedSampler):  # the one order with indices
             raise ConfigError("loader.indices() lists map-style datasets' samples; a stream's order is per shard")
         return self.order.share_of(self._epoch if epoch is None else int(epoch)).records(total=self.order.length)
 
@@ -110,7 +110,7 @@ class Loader:
         """A remote map-style dataset: the first shards of this rank's order
         start downloading while the workers start (each worker reads ahead
         from the shard it opens); a no-op for local files."""
-        shards = getattr(self.dataset, "shards", None)
+        shards: Any = getattr(self.dataset, "shards", None)  # duck-typed: a dataset of shards
         paths = getattr(shards, "paths", None)
         if not isinstance(self.order, ShardedSampler) or not paths or not remote_hooks.is_localized(os.path.dirname(paths[0])):
             return

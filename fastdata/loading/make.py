@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, Dataset
 
 from ..errors import ConfigError
 from ..order import seeds
@@ -131,6 +131,8 @@ def make_loader(
         seed = int(getattr(dataset, "seed", 0)) if is_stream(dataset) else 0
     if settings.threads:
         _check_threads(dataset, seeding)
+    order: ShardedSampler | StreamFeed
+    feed: Dataset
     if is_stream(dataset):
         order = StreamFeed(dataset, seed=seed, place=place, train=train, batch_size=batch_size, seeding=seeding)
         feed, sampler = order, None
@@ -159,6 +161,7 @@ def _batches(executor: Executor, feed: Any, sampler: ShardedSampler | None, sett
     layout = prefetch.memory_format if prefetch is not None else torch.contiguous_format
     collate = executor.collate(memory_format=layout, pin=pinned and (count == 0 or settings.threads))
     if settings.threads:
+        assert sampler is not None  # for the type checker: _check_threads refused a stream, which has none
         return ThreadedBatches(
             feed, batch_size=batch_size, sampler=sampler, collate_fn=collate, drop_last=drop_last, threads=count,
             prefetch_factor=settings.prefetch_factor or 2, persistent=settings.persistent, pin=pinned,

@@ -103,7 +103,8 @@ class SamplePlans:
 
     def plans(self, keys: list[Any]) -> list[PlannedSample | None]:
         """The planned sample of each key, None where ``dataset[key]`` is to build it."""
-        planner, scope, out = self.planner(), self.keyed.scope, []
+        planner, scope = self.planner(), self.keyed.scope
+        out: list[PlannedSample | None] = []
         if planner is None:
             return [None] * len(keys)
         # A label transform runs under the sample's stream too and might keep the

@@ -159,9 +159,10 @@ class CUDAPrefetcher:
             # one device and not the other; sub/mul here are exact on both.
             shift = [m * self.scale for m in (mean * channels if len(mean) == 1 else mean)]
             factor = [1.0 / (s * self.scale) for s in (std * channels if len(std) == 1 else std)]
-            constants = tuple(
+            shift_t, factor_t = (
                 torch.tensor(v, dtype=torch.float32).view(1, channels, 1, 1).to(self.device) for v in (shift, factor)
             )
+            constants = (shift_t, factor_t)
             self._constants[channels] = constants
         return constants
 

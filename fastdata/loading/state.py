@@ -100,7 +100,7 @@ def dataset_digest(dataset: Any) -> str:
     """A sharded dataset's identity: crc32 of its shards' names, record
     counts and the index/checksum digests its manifest records; ``""`` for a
     dataset without shards (then only its length is compared)."""
-    shards = getattr(dataset, "shards", None)
+    shards: Any = getattr(dataset, "shards", None)  # duck-typed: any dataset with paths and counts
     if not (hasattr(shards, "paths") and hasattr(shards, "counts")):
         return ""
     checks = getattr(shards, "checks", None) or []

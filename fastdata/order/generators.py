@@ -44,28 +44,30 @@ _state = _State()
 class SampleKey(NamedTuple):
     """An index a sampler yields to request per-sample seeded augmentation."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # the public field's name shadows tuple.index, as a NamedTuple allows
     seed: int
     epoch: int
 
 
-def set_generator(gen: np.random.Generator) -> None:
-    """Install ``gen`` as this process's generator."""
+def set_generator(gen: np.random.Generator | None) -> None:
+    """Install ``gen`` as this process's generator (None: a fresh one on first use)."""
     _state.pid, _state.gen = os.getpid(), gen
 
 
 def generator() -> np.random.Generator:
     """This process's augmentation generator (a fresh one after fork)."""
-    if _state.pid != os.getpid() or _state.gen is None:
+    gen = _state.gen
+    if _state.pid != os.getpid() or gen is None:
         import torch
 
-        set_generator(seeds.unseeded_generator(torch.initial_seed()))
-    return _state.gen  # type: ignore[return-value]
+        gen = seeds.unseeded_generator(torch.initial_seed())
+        set_generator(gen)
+    return gen
 
 
 @contextlib.contextmanager
-def use(gen: np.random.Generator) -> Iterator[np.random.Generator]:
-    """Make ``gen`` the process generator inside the block."""
+def use(gen: np.random.Generator | None) -> Iterator[np.random.Generator | None]:
+    """Make ``gen`` the process generator inside the block (None: a fresh one on first use)."""
     previous = (_state.pid, _state.gen)
     set_generator(gen)
     try:

@@ -162,7 +162,9 @@ class Share:
         """:meth:`records`, and for each the group a reader reads at once
         (sorted, for sequential reads): its window of the reading sequence,
         or runs of ``_READ_AHEAD`` records when there are no windows."""
-        sizes = np.ones(total, np.int64) if counts is None else np.asarray(counts, dtype=np.int64)
+        if counts is None and total is None:
+            raise ConfigError("pass counts (records per block) or total (one-record blocks), not neither")
+        sizes = np.ones(total or 0, np.int64) if counts is None else np.asarray(counts, dtype=np.int64)
         total = int(sizes.sum())
         left = total if self.unread is None else len(self.unread)
         index = self._ranks().positions(sequence_length(left, self.world_size, self.remainder))

@@ -9,6 +9,8 @@ sample order or augmentation: the tests pin them.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 _M64 = (1 << 64) - 1
@@ -73,7 +75,8 @@ class SampleStreams:
     def at(self, seed: int, epoch: int, index: int) -> np.random.Generator:
         word = index & _M64
         if word >> 63:  # NumPy takes such a counter word through a float: let it
-            self._bits.state = sample_generator(seed, epoch, index).bit_generator.state
+            bits = cast(np.random.Philox, sample_generator(seed, epoch, index).bit_generator)  # a Philox: see there
+            self._bits.state = bits.state
             return self.generator
         if self._mixed is None or self._mixed[0] != seed or self._mixed[1] != epoch:
             self._mixed = (seed, epoch, mix(seed, epoch))

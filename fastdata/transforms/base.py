@@ -174,12 +174,13 @@ class Transform:
     must see whole, such as a centre crop that needs zero padding) and
     ``output_size``, the ``(height, width)`` of every output (None when it
     depends on the image). :func:`fastdata.transforms.planner_of` finds it.
+    Both are read with ``getattr`` (absent: not planned), so a transform
+    answers them as it likes: an attribute or a read-only property.
     """
 
     decode_aware = False
     output = "numpy"
     backend = "auto"
-    output_size: tuple[int, int] | None = None
 
     def apply(self, src: Source) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError

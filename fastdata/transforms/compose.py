@@ -44,7 +44,7 @@ class Compose(Transform):
         planner = planner_of(self.steps[0]) if len(self.steps) == 1 else None
         if planner is not None:  # a chain that is one crop plans as that crop does
             self.plan = planner
-            self.output_size = self.steps[0].output_size
+            self.output_size: tuple[int, int] | None = getattr(self.steps[0], "output_size", None)
 
     def apply(self, src: Source) -> Any:
         x: Any = src

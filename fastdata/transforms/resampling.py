@@ -26,6 +26,7 @@ _cv2: list[Any] = []
 
 def _opencv() -> Any:
     if not _cv2:
+        cv2: Any
         try:
             import cv2
         except ImportError:

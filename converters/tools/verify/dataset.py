@@ -32,7 +32,7 @@ def verify_dataset(target: Target, findings: Findings) -> None:
     source_files = _check_listed_files(target, findings)
     prepare = functools.partial(open_shard, spec, directory, m, sources)
     labels = check_all(sources, prepare, m.num_samples, findings, m.classes, lambda k, j: source_files.at(starts[k] + j))
-    if problem := source_files.problem(m.num_samples):
+    if source_files.path is not None and (problem := source_files.problem(m.num_samples)):
         findings.problem(source_files.path, problem)
     for where, problem in spec.check_finalized(directory, m) if spec.check_finalized else ():
         findings.problem(where, problem)

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from fastdata.errors import FastDataError
-from fastdata.formats import SampleReader, checksums, registry
-from fastdata.formats.hooks import Detected
+from fastdata.formats import checksums, registry
+from fastdata.formats.hooks import CheckedRecords, Detected
 
 from ..probe import close_reader
 from .digests import read_listed
@@ -86,7 +86,7 @@ def sidecar_sums(data: bytes, sidecar: Path, records: int, size: int, shard: Pat
     return checksums.parse(data, path=sidecar, records=records, data_bytes=size, data_file=shard)
 
 
-def _surviving(fmt: str, path: Path, data_file: Path) -> SampleReader | None:
+def _surviving(fmt: str, path: Path, data_file: Path) -> CheckedRecords | None:
     """A reader of the records a truncated shard still holds, from its
     format's ``verify`` hook (which reads a file without its index), or None
     when the format cannot find them."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from fastdata.errors import FastDataError
-from fastdata.formats import SampleReader
+from fastdata.formats.hooks import CheckedRecords
 
 from ...workers.parallel import ordered_map
 from ..probe import close_reader
@@ -41,7 +41,7 @@ class ShardSource:
     name ``path``."""
 
     path: Path
-    open: Callable[[], SampleReader]
+    open: Callable[[], CheckedRecords]
 
 
 @dataclasses.dataclass
@@ -98,8 +98,9 @@ class SourceFiles:
 
 def image_decoder() -> Callable[[bytes], Any]:
     """``decode(data)`` raising on a bad image: ``fastdata.decode`` when it offers one, else Pillow."""
+    fast_decode: Callable[[bytes], Any] | None
     try:
-        from fastdata.decode import decode as fast_decode  # type: ignore[attr-defined]
+        from fastdata.decode import decode as fast_decode
     except ImportError:
         fast_decode = None
     if callable(fast_decode):
@@ -122,7 +123,7 @@ class Opened:
     records are read through (None when it would not open), what was found
     before reading them, and its :class:`.Cut` when it is truncated."""
 
-    reader: SampleReader | None
+    reader: CheckedRecords | None
     notes: list[Note] = dataclasses.field(default_factory=list)
     cut: Cut | None = None
 
@@ -153,7 +154,7 @@ def check_records(
     workers = min(workers, -(-total // CHUNK)) if decode else 1
     here = workers <= 1
     heads: dict[int, Chunk] = {}
-    opened: list[SampleReader] = []  # this process's reader of the shard being read
+    opened: list[CheckedRecords] = []  # this process's reader of the shard being read
 
     def tasks() -> Iterator[tuple[int, int, int]]:
         for k in range(len(sources)):
@@ -186,7 +187,7 @@ def check_records(
         _close_opened(opened)
 
 
-def _close_opened(opened: list[SampleReader]) -> None:
+def _close_opened(opened: list[CheckedRecords]) -> None:
     """Close this process's reader of the shard read last (held in ``_STATE``, for the tasks run here, only while open)."""
     _STATE.get("readers", {}).clear()
     while opened:

@@ -71,9 +71,9 @@ class _Shard:
                 except OSError:
                     pass
             return self._refused(exc, same)
-        if same is False:
+        if same is False and self.digest is not None:
             self.notes.append(digest_note(self.data_file, self.digest))
-        if crcs is not None and callable(use := getattr(reader, "use_checksums", None)):
+        if crcs is not None and self.info.checksums and callable(use := getattr(reader, "use_checksums", None)):
             try:
                 use(sidecar_sums(crcs, self.directory / self.info.checksums, n, max(self.size, 0), self.path,
                                  self.cut is not None))
@@ -104,6 +104,6 @@ class _Shard:
         return None if problems else crcs
 
     def _refused(self, exc: BaseException, same: bool | None) -> Opened:
-        if same is False:
+        if same is False and self.digest is not None:
             self.notes.append(digest_note(self.data_file, self.digest))
         return Opened(None, [*self.notes, cannot_open(exc, self.path)], self.cut)

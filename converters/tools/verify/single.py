@@ -6,6 +6,7 @@ for a format without random access."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from fastdata.errors import FastDataError
@@ -21,16 +22,16 @@ from .report import check_all
 
 def verify_file(target: Target, findings: Findings) -> None:
     findings.shards += 1
-    check: FileCheck = registry.get(target.format).verify(target.found)
+    check: FileCheck = registry.get(target.format).verify(target.shard)
     for where, problem in check.problems:
         findings.problem(where, problem)
     path = target.path  # the shard as its format opens it (an LMDB directory, the .rec of a given .idx)
     if check.stream is not None:
-        _read_stream(path, check, findings)
+        _read_stream(path, check.stream, check.image, findings)
     elif check.records is not None:
         opener, sidecar = check.records, checksums.sidecar_path(path)
         if sidecar.is_file():  # computed by `fastdata index --checksums`: damaged payloads are found too
-            opener = functools.partial(open_checked, opener, sidecar, target.found.data_file, path, check.truncated)
+            opener = functools.partial(open_checked, opener, sidecar, target.shard.shard_file, path, check.truncated)
         source = ShardSource(path, opener)
         try:
             reader = source.open()  # once: its records are read through it
@@ -43,16 +44,17 @@ def verify_file(target: Target, findings: Findings) -> None:
         check_all([source], lambda k: Opened(reader), n, findings, [])
 
 
-def _read_stream(path: Path, check: FileCheck, findings: Findings) -> None:
+def _read_stream(path: Path, stream: Callable[[], Iterator[bytes]], image_of: Callable[[bytes], bytes | None] | None,
+                 findings: Findings) -> None:
     """Records read front to back, for formats without random access (a
     compressed file); the first damaged record ends the read."""
     decoder = image_decoder() if findings.decode else None
     position = 0
     try:
-        for record in check.stream():
+        for record in stream():
             findings.records += 1
-            if decoder is not None and check.image is not None:
-                image = check.image(record)
+            if decoder is not None and image_of is not None:
+                image = image_of(record)
                 if image is not None:
                     try:
                         decoder(image)

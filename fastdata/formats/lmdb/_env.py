@@ -22,17 +22,19 @@ from __future__ import annotations
 import os
 import threading
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import lmdb as py_lmdb  # the PyPI package, not fastdata.formats.lmdb
 
+from ...errors import FormatError
+
+_structural_verify: Callable[..., Any] | None
 try:  # py-lmdb >= 3: a pure-Python structural check that never hands the file to liblmdb
     from lmdb.verify import verify as _structural_verify
 except ImportError:  # older py-lmdb: damaged files are caught only as far as liblmdb checks
     _structural_verify = None
-
-from ...errors import FormatError
 
 DATA_NAME = "data.mdb"
 LOCK_NAME = "lock.mdb"

@@ -60,7 +60,7 @@ class Writer:
             # writemap stays off: with it the file is grown to map_size at once;
             # meminit stays on: unused page space is zeroed, not heap leftovers.
             # sync follows the commit setting (off while the converter writes shards).
-            self._env = py_lmdb.open(
+            self._env: py_lmdb.Environment | None = py_lmdb.open(
                 os.fspath(self.path),
                 map_size=self._map_size,
                 subdir=True,
@@ -176,6 +176,7 @@ class Writer:
 
     def _grow_and_replay(self, *, upto: int) -> None:
         """Abort the batch, double the map, and write the first ``upto`` pending entries again."""
+        assert self._env is not None  # for the type checker: only a write of an open writer gets here
         while True:
             if self._txn is not None:
                 self._txn.abort()

@@ -64,13 +64,13 @@ class Reader:
         self._load()
 
     def _reset(self) -> None:
-        self._keys: np.ndarray | None = None
-        self._bounds: np.ndarray | None = None
-        self._offs: memoryview | None = None  # python-int view of _bounds for the hot path
+        self._bounds: np.ndarray | None = None  # None: the index is not read yet (in this object)
+        self._keys: np.ndarray = np.empty(0, np.int64)  # the others are read with it
+        self._offs: memoryview = memoryview(b"")  # python-int view of _bounds for the hot path
         self._n = 0
         self._size = 0
         self._source: str | None = None
-        self._mm = None
+        self._mm: mmap.mmap | bytes = b""
         self._pid = -1
         self._key_base: int | None = None
         self._key_sorter: np.ndarray | None = None
@@ -97,16 +97,18 @@ class Reader:
         self._size = size
         self._pid = _getpid()
 
-    def _load(self) -> None:
+    def _load(self) -> np.ndarray:
+        """Map the file in this process and read the index once; the record bounds."""
         if self._pid != _getpid():
             self._map()
         if self._bounds is not None:
-            return
+            return self._bounds
         index = self.index
         if index is None and (default := _index.default_index_path(self.rec)).is_file():
             index = os.fspath(default)
         if index is not None:
-            keys, offsets = _index.parse_index(self._index_arg if index == self.index else index)
+            given = self._index_arg if index == self.index and self._index_arg is not None else index
+            keys, offsets = _index.parse_index(given)
             keys, bounds = _index.file_order(keys, offsets, self._size, self.rec, index)
         else:
             starts = _index.scan(self._mm, self._size, self.rec)
@@ -114,10 +116,11 @@ class Reader:
             bounds = np.append(starts, np.int64(self._size))
         self._source = index
         self._keys, self._bounds = keys, bounds
-        self._offs = memoryview(bounds)
+        self._offs = bounds.data
         self._n = keys.size
         if self._n and int(keys[-1]) - int(keys[0]) == self._n - 1 and (np.diff(keys) == 1).all():
             self._key_base = int(keys[0])
+        return bounds
 
     def __len__(self) -> int:
         if self._bounds is None:
@@ -199,7 +202,8 @@ class Reader:
             if 0 <= pos < self._n:
                 return pos
             raise KeyError(f"{self.rec}: no record with key {key}")
-        if self._key_sorter is None:
+        sorter = self._key_sorter
+        if sorter is None:
             sorter = np.argsort(self._keys, kind="stable")
             ordered = self._keys[sorter]
             dup = np.flatnonzero(ordered[1:] == ordered[:-1])
@@ -210,9 +214,9 @@ class Reader:
                     path=self.rec, key=twice, hint=f"rebuild the index: `fastdata index --force {self.rec}`",
                 )
             self._key_sorter = sorter
-        j = int(np.searchsorted(self._keys, key, sorter=self._key_sorter))
+        j = int(np.searchsorted(self._keys, key, sorter=sorter))
         if j < self._n:
-            pos = int(self._key_sorter[j])
+            pos = int(sorter[j])
             if self._keys[pos] == key:
                 return pos
         raise KeyError(f"{self.rec}: no record with key {key}")
@@ -223,17 +227,15 @@ class Reader:
 
     def offset(self, i: int) -> int:
         """Byte offset of the ``i``-th record's first magic word."""
-        if self._bounds is None:
-            self._load()
+        bounds = self._bounds if self._bounds is not None else self._load()
         if not -self._n <= i < self._n:
             raise IndexError(f"record {i} out of range for {self.rec} ({self._n} records)")
-        return int(self._bounds[i % self._n])
+        return int(bounds[i % self._n])
 
     def offsets(self) -> np.ndarray:
         """Start offsets of all records in file order (int64, read-only view)."""
-        if self._bounds is None:
-            self._load()
-        view = self._bounds[:-1]
+        bounds = self._bounds if self._bounds is not None else self._load()
+        view = bounds[:-1]
         view.flags.writeable = False
         return view
 
@@ -248,8 +250,8 @@ class Reader:
         """Release the memory map (it reopens on the next read)."""
         if isinstance(self._mm, mmap.mmap):
             self._mm.close()
-        self._mm = None
-        self._pid = -1
+        self._mm = b""
+        self._pid = -1  # the next read maps the file again
 
     def __enter__(self) -> Reader:
         return self

@@ -36,7 +36,7 @@ def claim(path: Path) -> Detected | None:
 
 def inspect(found: Detected, n: int) -> tuple[int, list[Inspected]]:
     """Record count and the first ``n`` records: key, offset, IRHeader, image."""
-    reader = Reader(found.data_file)
+    reader = Reader(found.shard_file)
     shown = []
     for i in range(min(n, len(reader))):
         payload = reader[i]
@@ -68,6 +68,7 @@ class PayloadReader:
 
     def __init__(self, rec: str | os.PathLike[str], bounds: tuple[int, ...] | None = None) -> None:
         self.truncated, self.notes = bounds is not None, []
+        self.reader: Reader | _Scanned
         if bounds is not None:
             self.reader = _Scanned(os.fspath(rec), bounds)
         else:
@@ -77,7 +78,7 @@ class PayloadReader:
                 if not _cut_short(exc):
                     raise
                 starts, size, stop = _scan(Path(rec))
-                if stop is None or not _cut_short(stop):
+                if stop is None or stop.offset is None or not _cut_short(stop):
                     raise
                 self.reader = _Scanned(os.fspath(rec), (*starts, stop.offset))
                 self.truncated, self.notes = True, [(Path(rec), truncated_file(len(starts), size, stop.offset))]
@@ -114,7 +115,8 @@ class _Scanned:
         return {"rec": self.rec, "bounds": self.bounds}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["rec"], state["bounds"])
+        self.rec, self.bounds = state["rec"], state["bounds"]
+        self._mm = None
 
     def __len__(self) -> int:
         return len(self.bounds) - 1
@@ -166,12 +168,12 @@ def verify(found: Detected) -> FileCheck:
     """An existing ``.idx`` must agree with a fresh scan; then every record is
     read. A file that ends inside a record (truncated) is one problem that
     says which records it still holds, and those are read."""
-    rec = found.data_file
+    rec = found.shard_file
     idx = default_index_path(rec)
     if not idx.is_file():  # the reader scans it (once); a truncated file: see PayloadReader
         return FileCheck(records=functools.partial(PayloadReader, rec))
     starts, size, exc = _scan(rec)
-    if exc is not None and _cut_short(exc):
+    if exc is not None and exc.offset is not None and _cut_short(exc):
         bounds = (*starts, exc.offset)
         return FileCheck(problems=((rec, truncated_file(len(starts), size, exc.offset)),),
                          records=functools.partial(PayloadReader, rec, bounds), truncated=True)
@@ -192,9 +194,9 @@ def verify(found: Detected) -> FileCheck:
 
 def record_checksums(found: Detected) -> tuple[list[int], int]:
     """The CRC32C of every payload, in file order (framing checked on the way), and the ``.rec``'s size."""
-    reader = Reader(found.data_file)
+    reader = Reader(found.shard_file)
     try:
-        return [record_crc(reader[i]) for i in range(len(reader))], os.stat(found.data_file).st_size
+        return [record_crc(reader[i]) for i in range(len(reader))], os.stat(found.shard_file).st_size
     finally:
         reader.close()
 
@@ -202,8 +204,8 @@ def record_checksums(found: Detected) -> tuple[list[int], int]:
 def build(found: Detected, out: Path) -> str:
     """Write the ``.idx`` of ``found`` to ``out``: keyed by IRHeader ids when
     the file holds image records (as im2rec writes them), else by position."""
-    keys = "id" if _holds_images(found.data_file) else "position"
-    build_index(found.data_file, out, keys=keys)
+    keys = "id" if _holds_images(found.shard_file) else "position"
+    build_index(found.shard_file, out, keys=keys)
     return f"keys = {'IRHeader ids' if keys == 'id' else 'record positions'}"
 
 

@@ -70,7 +70,7 @@ def _is_zlib_header(head: bytes) -> bool:
     return len(head) >= 2 and head[0] & 0x0F == 8 and head[0] >> 4 <= 7 and (head[0] << 8 | head[1]) % 31 == 0
 
 
-def open_stream(path: str | os.PathLike[str], kind: str) -> BinaryIO:
+def open_stream(path: str | os.PathLike[str], kind: str) -> io.BufferedIOBase:
     """A readable binary stream of the decompressed contents of ``path``."""
     if kind == "gzip":
         return gzip.open(path, "rb")

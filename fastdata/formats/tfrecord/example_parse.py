@@ -122,7 +122,11 @@ def _feature(buf: bytes, start: int, end: int) -> tuple[str | None, list]:
     return kind, chunks
 
 
-def _value(kind: str | None, chunks: list):
+Feature = list[bytes] | np.ndarray
+"""A feature's value: the bytes_list's items, or a 1-D int64 / float32 array."""
+
+
+def _value(kind: str | None, chunks: list) -> Feature:
     if kind == BYTES or kind is None:
         return chunks
     raw = chunks[0] if len(chunks) == 1 else b"".join(chunks)
@@ -240,7 +244,7 @@ def _as_bytes(record) -> bytes:
     raise TypeError(f"expected the serialized record as bytes, got {type(record).__name__}")
 
 
-def parse_example(record: bytes | bytearray | memoryview) -> dict[str, object]:
+def parse_example(record: bytes | bytearray | memoryview) -> dict[str, Feature]:
     """Parse a serialized ``tf.train.Example`` into ``{name: value}``.
 
     Values: a bytes_list becomes ``list[bytes]``; an int64_list a 1-D
@@ -255,7 +259,7 @@ def parse_example(record: bytes | bytearray | memoryview) -> dict[str, object]:
     return {_name(k): _value(*v) for k, v in features.items()}
 
 
-def parse_sequence_example(record: bytes | bytearray | memoryview) -> tuple[dict[str, object], dict[str, list]]:
+def parse_sequence_example(record: bytes | bytearray | memoryview) -> tuple[dict[str, Feature], dict[str, list]]:
     """Parse a serialized ``tf.train.SequenceExample`` into ``(context, feature_lists)``.
 
     ``context`` is like :func:`parse_example`'s result; ``feature_lists`` maps

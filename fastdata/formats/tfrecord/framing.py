@@ -6,6 +6,7 @@ process bookkeeping live in :mod:`.reader`.
 
 from __future__ import annotations
 
+import io
 import struct
 import zlib
 from collections.abc import Iterator
@@ -105,7 +106,7 @@ def scan(buf, size: int, path: str, verify: bool = True) -> tuple[np.ndarray, np
     return starts, ends - starts
 
 
-def iter_stream(stream: BinaryIO, path: str, verify: bool = True) -> Iterator[bytes]:
+def iter_stream(stream: BinaryIO | io.BufferedIOBase, path: str, verify: bool = True) -> Iterator[bytes]:
     """Yield the data of each record read sequentially from ``stream`` (e.g. a gzip file).
 
     Offsets in errors are positions in the *decompressed* stream.
@@ -147,7 +148,7 @@ def iter_stream(stream: BinaryIO, path: str, verify: bool = True) -> Iterator[by
 _CHUNK = 16 << 20
 
 
-def _read_exact(stream: BinaryIO, n: int, path: str) -> bytes:
+def _read_exact(stream: BinaryIO | io.BufferedIOBase, n: int, path: str) -> bytes:
     """Read up to ``n`` bytes, fewer only at end of stream; chunked for huge ``n``."""
     try:
         if n <= _CHUNK:

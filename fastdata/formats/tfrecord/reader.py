@@ -104,8 +104,8 @@ class Reader:
     # -- per-process state -------------------------------------------------
     def _reset(self) -> None:
         self._pid: int | None = None
-        self._mm: mmap.mmap | bytes | None = None
-        self._kind: str | None = None
+        self._mm: mmap.mmap | bytes = b""  # b"": not mapped (yet, or compressed)
+        self._kind = ""  # "none", "gzip" or "zlib" once _open has looked
         self._offsets: np.ndarray | None = None
         self._sizes: np.ndarray | None = None
         self._off_view: memoryview | None = None
@@ -137,7 +137,8 @@ class Reader:
             index = default_index_path(self.path)
         if index is None:
             return scan(self._mm, size, self.path, self.verify)
-        offsets, sizes = read_index(self._index_arg if index == self.index else index)
+        given = self._index_arg if index == self.index and self._index_arg is not None else index
+        offsets, sizes = read_index(given)
         check_index(offsets, sizes, size, self.path, index)
         return offsets, sizes
 
@@ -145,15 +146,15 @@ class Reader:
         self._offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         self._sizes = np.ascontiguousarray(sizes, dtype=np.int64)
         # memoryview indexing returns Python ints, several times faster than numpy scalars
-        self._off_view = memoryview(self._offsets)
-        self._size_view = memoryview(self._sizes)
+        self._off_view = self._offsets.data
+        self._size_view = self._sizes.data
         self._count = len(self._offsets)
 
     def close(self) -> None:
         """Unmap the file; the reader reopens it on next use."""
         if isinstance(self._mm, mmap.mmap) and self._pid == _PID[0]:
             self._mm.close()
-        self._mm = None
+        self._mm = b""
         self._pid = None
 
     def __enter__(self) -> Self:
@@ -174,14 +175,12 @@ class Reader:
     @property
     def offsets(self) -> np.ndarray:
         """Byte offset of each record (int64), uncompressed files only."""
-        self._require_random_access()
-        return self._offsets
+        return self._require_random_access()[0]
 
     @property
     def sizes(self) -> np.ndarray:
         """Framed size of each record (int64, data length + 16), uncompressed files only."""
-        self._require_random_access()
-        return self._sizes
+        return self._require_random_access()[1]
 
     def mapping(self) -> mmap.mmap | bytes:
         """The whole uncompressed file as this process maps it (read only), for a
@@ -206,8 +205,9 @@ class Reader:
         if self._pid != _PID[0]:
             self._open()
         try:
-            offset = self._off_view[i]
-            length = self._size_view[i] - OVERHEAD
+            # None until _open maps an uncompressed file: the TypeError is caught below
+            offset = self._off_view[i]  # type: ignore[index]  # no is-None test on the hot path
+            length = self._size_view[i] - OVERHEAD  # type: ignore[index]  # as above
         except TypeError:
             if self._off_view is None:
                 self._require_random_access()
@@ -235,7 +235,7 @@ class Reader:
         if self._pid != _PID[0]:
             self._open()
         if self._kind == "none":
-            for i in range(self._count):
+            for i in range(len(self)):
                 yield self[i]
             return
         with _compression.open_stream(self.path, self._kind) as stream:
@@ -249,7 +249,8 @@ class Reader:
         return f"Reader({self.path!r}, index={self.index!r}, compression={self.compression!r}, verify={self.verify})"
 
     # -- errors ---------------------------------------------------------------
-    def _require_random_access(self) -> None:
+    def _require_random_access(self) -> tuple[np.ndarray, np.ndarray]:
+        """The offsets and sizes, or the error that says why a compressed file has none."""
         if self._pid != _PID[0]:
             self._open()
         if self._kind != "none":
@@ -257,6 +258,8 @@ class Reader:
                 f"{self.path} is {self._kind.upper()}-compressed, so it has no random access: "
                 f"{_compression.COMPRESSED_HINT}"
             )
+        assert self._offsets is not None and self._sizes is not None  # _open read them: the file is uncompressed
+        return self._offsets, self._sizes
 
     def _raise_header(self, offset: int, length: int) -> None:
         size = os.path.getsize(self.path)

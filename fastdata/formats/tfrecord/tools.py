@@ -49,7 +49,7 @@ def index_path(shard: Path) -> Path:
 
 def inspect(found: Detected, n: int) -> tuple[int, list[Inspected]]:
     """Record count and the first ``n`` records: every feature, and the image."""
-    reader = Reader(found.data_file)
+    reader = Reader(found.shard_file)
     shown = []
     for i, record in zip(range(n), iter(reader)):
         fields: dict[str, Any] = {"position": i, "bytes": len(record)}
@@ -90,7 +90,7 @@ def verify(found: Detected) -> FileCheck:
     record nothing can be trusted: TFRecord has no resynchronisation marker).
     A file that ends inside a record (truncated) is one problem that says
     which records it still holds, and those are read."""
-    path = found.data_file
+    path = found.shard_file
     index = index_path(path)
     if not found.compression:
         kept, exc = _scan(path)
@@ -157,7 +157,7 @@ def build(found: Detected, out: Path) -> str:
             f"{found.path} is {found.compression}-compressed; indexes only apply to uncompressed files "
             "(decompress it first, e.g. gunzip -k)"
         )
-    build_index(found.data_file, out)
+    build_index(found.shard_file, out)
     return "offset length, CRCs checked"
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 
@@ -34,7 +34,7 @@ class Writer:
         if index is True:
             index = default_index_path(self.path)
         self.index = os.fspath(index) if index else None
-        self._file = open(self.path, "wb")  # noqa: SIM115 -- closed by close()/__exit__
+        self._file: BinaryIO | None = open(self.path, "wb")  # noqa: SIM115 -- closed by close()/__exit__
         self._sizes: list[int] = []
         self.bytes_written = 0
         self.file_crc = 0  # CRC32C of everything written so far
