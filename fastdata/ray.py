@@ -49,7 +49,10 @@ def read_shards(path: Any, *, seed: int | None = None, epoch: int = 0, rank: int
         epoch, rank, world_size: the loader's place and epoch (with ``seed``).
         transform: a fastdata transform (decode-aware ones crop while
             decoding), applied in the read tasks.
-        tasks: read tasks (default: one per shard, at most 200).
+        tasks: read tasks (default: one per shard, at most 200). Ray Data keeps
+            the rows in the order above when its ``DataContext``'s
+            ``execution_options.preserve_order`` is True; otherwise each
+            task's rows stay together but tasks may finish in any order.
         **dataset_options: passed to :func:`fastdata.open_dataset` (``on_error``, ``decode``...).
 
     Raises:
@@ -126,7 +129,8 @@ def _reader(dataset: Any, keys: list[Any], decoded: bool) -> Any:
                 values.append(data)
             index.append(i)
             targets.append(np.asarray(target))
-        batch = {"key": np.asarray(index, dtype=np.int64), "target": np.stack(targets) if targets else np.zeros(0)}
+        batch: dict[str, Any] = {"key": np.asarray(index, dtype=np.int64),
+                                 "target": np.stack(targets) if targets else np.zeros(0)}
         if decoded:
             batch["image"] = values
         else:
