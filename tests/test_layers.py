@@ -1,5 +1,5 @@
 """The package layers and the acyclic packages hold: ``lint-imports`` keeps
-every contract in pyproject.toml's ``[tool.importlinter]`` (STYLE.md, 16).
+every contract in pyproject.toml's ``[tool.importlinter]`` (CONTRIBUTING.md, "Layers, checked").
 
 Function-level imports count, so a cycle hidden behind a lazy import fails
 here like one at the top of a module."""

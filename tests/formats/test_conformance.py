@@ -1,4 +1,4 @@
-"""One conformance suite over every registered format (STYLE.md item 9)."""
+"""One conformance suite over every registered format (CONTRIBUTING.md, "Tests")."""
 
 from __future__ import annotations
 
