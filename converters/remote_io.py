@@ -168,13 +168,14 @@ def index(files: list[str], *, force: bool) -> int:
                 local = Path(tmp) / name
                 if store is None:
                     written, detail = index_file(url, force=force)
+                    shown = str(written)
                 else:
                     store.download(name, str(local))
                     written, detail = index_file(local, force=True)
                     if store.size(written.name) is not None and not force:
                         raise ConfigError(f"{scrub_url(store.url_of(written.name))} already exists; pass --force to rebuild it")
                     store.upload(str(written), written.name)
-                    written = store.url_of(written.name)  # type: ignore[assignment]
+                    shown = store.url_of(written.name)
         except FileNotFoundError:
             failed += 1
             print(f"fastdata: error: {scrub_url(url)}: no such object", file=sys.stderr)
@@ -183,7 +184,7 @@ def index(files: list[str], *, force: bool) -> int:
             failed += 1
             print(f"fastdata: error: {exc}", file=sys.stderr)
             continue
-        print(f"fastdata index: {scrub_url(url)} -> {scrub_url(str(written))} ({detail})")
+        print(f"fastdata index: {scrub_url(url)} -> {scrub_url(shown)} ({detail})")
     return 2 if failed else 0
 
 

@@ -249,8 +249,7 @@ def to_rgb(img: Image.Image, reasons: list[str]) -> Image.Image:
         transparency = None
     if img.mode in _ALPHA_MODES or transparency is not None:
         rgba = img.convert("RGBA")
-        # Pillow types getextrema() as one band's (low, high) or a pair per band; RGBA has four pairs
-        if rgba.getextrema()[3][0] < 255:  # type: ignore[misc]
+        if rgba.getextrema()[3][0] < 255:  # type: ignore[misc]  # Pillow types one band's (low, high) too; RGBA has 4 pairs
             reasons.append("alpha-on-white")
         background = Image.new("RGBA", rgba.size, (*BACKGROUND, 255))
         return Image.alpha_composite(background, rgba).convert("RGB")

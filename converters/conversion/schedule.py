@@ -89,7 +89,7 @@ class ShardScheduler:
             FastDataError: a worker process died (finished shards are kept).
         """
         if self._plan.options.restart_markers:  # imported once here rather than in every forked worker
-            import fastdata.decode.native  # noqa: F401
+            import fastdata.decode.native  # noqa: F401 -- loaded for the forked workers (above)
         try:
             with worker_pool(workers, init_worker, report=self._progress is not None, args=(self._shards,),
                              engine=engine) as pool:

@@ -269,7 +269,7 @@ def missing_peers(s: Settings) -> dict[str, str]:
 
 def has_dali() -> bool:
     try:
-        import nvidia.dali  # noqa: F401
+        import nvidia.dali  # noqa: F401 -- imported only to see whether it imports
     except ImportError:
         return False
     return True
@@ -335,7 +335,7 @@ def _raw_reads(s: Settings) -> list[Variant]:
 
 def _has_tfrecord_package() -> bool:
     try:
-        import tfrecord  # noqa: F401
+        import tfrecord  # noqa: F401 -- imported only to see whether it imports
     except ImportError:
         return False
     return True

@@ -76,8 +76,8 @@ def build_item(
     """``(image, target)`` for one stored sample (see the module docstring)."""
     if not decode:
         return data, target
-    if is_decode_aware(transform):
-        image = transform(encoded_image(data, name))  # type: ignore[misc]
+    if transform is not None and is_decode_aware(transform):
+        image = transform(encoded_image(data, name))
     else:
         image = decode_rgb(data, name)
         if transform is not None:

@@ -212,4 +212,4 @@ def _spelled_out(init: Any) -> inspect.Signature:
 
 # On __init__, not the class: a subclass that writes its own __init__ (the
 # per-format streams of fastdata.datasets.named) is then signed by it.
-FormatStream.__init__.__signature__ = _spelled_out(FormatStream.__init__)  # type: ignore[attr-defined]
+FormatStream.__init__.__signature__ = _spelled_out(FormatStream.__init__)  # type: ignore[attr-defined]  # inspect reads it

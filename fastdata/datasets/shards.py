@@ -52,7 +52,7 @@ def converted(format_name: str, path: PathArg, paths: list[str], manifest: Any, 
         [s.records for s in manifest.shards],
         targets_file=os.fspath(manifest.path_of(path, targets)) if targets else None,
         sources_file=os.fspath(sources) if sources is not None else None,
-        checks=[_checks(os.fspath(path), manifest, info) for info in manifest.shards],  # type: ignore[arg-type]
+        checks=[_checks(os.fspath(path), manifest, info) for info in manifest.shards],  # type: ignore[arg-type]  # with a manifest, path is one directory
         num_classes=len(manifest.classes) or None,
     )
 

@@ -176,7 +176,7 @@ def get_backend(name: str) -> tuple[str, JpegDecoder]:
             chosen = available_backends()[0]
             skipped = "; ".join(f"{n}: {_loaded[n]}" for n in AUTO_ORDER[: AUTO_ORDER.index(chosen)])
             _log.debug("backend='auto' decodes JPEG with %r%s", chosen, f" (unavailable: {skipped})" if skipped else "")
-            _auto[chosen] = _loaded[chosen]  # type: ignore[assignment]
+            _auto[chosen] = _loaded[chosen]  # type: ignore[assignment]  # available_backends() names loaded ones only
         return next(iter(_auto.items()))
     if name not in BACKENDS:
         raise ValueError(f"unknown decode backend {name!r}; choose 'auto' or one of {sorted(BACKENDS)}")

@@ -73,7 +73,7 @@ def varint_field(field: int, value: int) -> bytes:
     return tag(field, VARINT) + encode_varint(int(value))
 
 
-def iter_fields(buf: bytes | memoryview) -> Iterator[tuple[int, int, object]]:
+def iter_fields(buf: bytes | memoryview) -> Iterator[tuple[int, int, int | memoryview]]:
     """Yield ``(field_number, wire_type, value)``.
 
     ``value`` is an int for VARINT, FIXED32 and FIXED64 (raw little-endian

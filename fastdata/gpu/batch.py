@@ -132,7 +132,7 @@ class EncodedCollate:
                     f"decode='cuda': sample {position} is not a planned sample ({type(item).__name__}); "
                     "the dataset's transform must stay as make_loader found it"
                 )
-            size = tuple(item.plan.size) if item.plan is not None else tuple(item.pixels.shape[:2])  # type: ignore[union-attr]
+            size = tuple(item.plan.size) if item.plan is not None else tuple(item.pixels.shape[:2])  # type: ignore[union-attr]  # no plan: pixels
             if size != self.size:
                 raise ConfigError(
                     f"decode='cuda': {item.name} is {size[0]}x{size[1]} after its transform, not "
@@ -143,13 +143,14 @@ class EncodedCollate:
     def __call__(self, batch: Sequence[Any]) -> EncodedBatch:
         items = self._checked(batch)
         gpu = [i for i, p in enumerate(items) if p.pixels is None]
-        lengths = np.array([len(items[i].data) for i in gpu], dtype=np.int64)  # type: ignore[arg-type]
+        # a sample left to the GPU (pixels None) holds its bytes
+        lengths = np.array([len(items[i].data) for i in gpu], dtype=np.int64)  # type: ignore[arg-type]  # as said
         offsets = np.zeros(len(gpu) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         data = _bytes_buffer(int(offsets[-1]))
         view = data.numpy()
         for j, i in enumerate(gpu):
-            view[offsets[j] : offsets[j + 1]] = np.frombuffer(items[i].data, dtype=np.uint8)  # type: ignore[arg-type]
+            view[offsets[j] : offsets[j + 1]] = np.frombuffer(items[i].data, dtype=np.uint8)  # type: ignore[arg-type]  # bytes, as above
         sizes = np.array([items[i].size for i in gpu], dtype=np.int64).reshape(-1, 2)
         boxes = np.array([items[i].box for i in gpu], dtype=np.float64).reshape(-1, 4)
         ready_at = [i for i, p in enumerate(items) if p.pixels is not None]

@@ -22,7 +22,7 @@ from ..loading.executors import DecodeRequest
 from ..loading.keyed import KeyedDataset
 from ..loading.planned import SamplePlans
 from ..loading.streamed import is_stream
-from ..order.generators import SampleKey
+from ..order.generators import SampleKey, Seeding
 from .backends import CPUDecoder, Decoder, cuda_device, gpu_backend
 from .batch import EncodedCollate
 from .cpu_crops import crop_batch
@@ -38,8 +38,8 @@ _log = logging.getLogger("fastdata.gpu")
 class _CPUPath:
     """The CPU path in the main process, for samples the GPU decoder rejected."""
 
-    def __init__(self, dataset: Any, seeding: str, rank: int) -> None:
-        self.keyed = KeyedDataset(dataset, seeding=seeding, rank=rank)  # type: ignore[arg-type]
+    def __init__(self, dataset: Any, seeding: Seeding, rank: int) -> None:
+        self.keyed = KeyedDataset(dataset, seeding=seeding, rank=rank)
         self.plans = SamplePlans.of(self.keyed)
         self.backend = getattr(self.plans.transform, "backend", "auto") if self.plans is not None else "auto"
 
@@ -57,14 +57,14 @@ class _CPUPath:
         batched CPU crop call for them all; what it cannot make, one by one."""
         keys = [self._key(row) for row in rows]
         planned = self.plans.plans(keys) if self.plans is not None else [None] * len(keys)
-        ready = [i for i, p in enumerate(planned) if p is not None]
-        sizes = {planned[i].plan.size for i in ready}  # type: ignore[union-attr]
+        ready = {i: p for i, p in enumerate(planned) if p is not None}
+        sizes = {p.plan.size for p in ready.values()}
         out: list[tuple[Any, Any] | None] = [None] * len(keys)
         if len(sizes) == 1:
-            pixels, failed = crop_batch([planned[i] for i in ready], sizes.pop(), self.backend)  # type: ignore[misc]
-            for j, i in enumerate(ready):
+            pixels, failed = crop_batch(list(ready.values()), sizes.pop(), self.backend)
+            for j, (i, p) in enumerate(ready.items()):
                 if j not in failed:
-                    out[i] = (pixels[j], planned[i].target)  # type: ignore[union-attr]
+                    out[i] = (pixels[j], p.target)
         return [done if done is not None else self(row) for done, row in zip(out, rows)]
 
 

@@ -155,35 +155,40 @@ class GPUSamples(Dataset):
         with span("read+plan"):
             drawn = self.plans.plans(keys)
             share = self.share.get() if self.share is not None else 0.0
-            takes = [i for i, s in enumerate(drawn) if s is not None and self.accepts.takes(s.info)]
-            size = drawn[takes[0]].plan.size if takes else None  # type: ignore[union-attr]
-            to_cpu = [i for i in takes[: round(share * len(takes))] if drawn[i].plan.size == size]  # type: ignore[union-attr]
+            taken = {i: s for i, s in enumerate(drawn) if s is not None and self.accepts.takes(s.info)}
+            takes = list(taken)
+            size = taken[takes[0]].plan.size if takes else None
+            to_cpu = [i for i in takes[: round(share * len(takes))] if taken[i].plan.size == size]
             out: list[GPUSample | None] = [None] * len(keys)
             chosen = set(to_cpu)
             for i in takes:
                 if i not in chosen:
-                    out[i] = self._encoded(drawn[i], keys[i])  # type: ignore[arg-type]
+                    out[i] = self._encoded(taken[i], keys[i])
         plan_s = (time.perf_counter() - t0) / max(1, len(keys))  # the batch's planning, spread over its samples
         redo = [i for i in range(len(keys)) if out[i] is None and i not in chosen]
-        if to_cpu:
+        if to_cpu and size is not None:  # (a size: to_cpu holds taken samples)
             t1 = time.perf_counter()
             with span("decode+collate"):  # the share: one C call that crops every sample it took
-                pixels, failed = crop_batch([drawn[i] for i in to_cpu], size, self.backend)  # type: ignore[misc,arg-type]
+                pixels, failed = crop_batch([taken[i] for i in to_cpu], size, self.backend)
             each = (time.perf_counter() - t1) / len(to_cpu)
             for j, i in enumerate(to_cpu):
-                p = drawn[i]
+                p = taken[i]
                 if j not in failed:
-                    out[i] = GPUSample(None, p.plan.box, p.plan, (p.info.height, p.info.width), pixels[j],  # type: ignore[union-attr]
-                                       p.target, keys[i], p.name, by_share=True, seconds=each)  # type: ignore[union-attr]
+                    out[i] = GPUSample(None, p.plan.box, p.plan, (p.info.height, p.info.width), pixels[j],
+                                       p.target, keys[i], p.name, by_share=True, seconds=each)
             redo += [to_cpu[j] for j in failed]
         for i in sorted(redo):  # the CPU finishes an image the GPU decoder does not take: timed apart from reading
             t1 = time.perf_counter()
             with span("redo"):
-                out[i] = self._redo(keys[i], drawn[i])
-            out[i].seconds = time.perf_counter() - t1  # type: ignore[union-attr]
+                redone = self._redo(keys[i], drawn[i])
+            redone.seconds = time.perf_counter() - t1
+            out[i] = redone
+        samples: list[GPUSample] = []
         for sample in out:
-            sample.plan_s = plan_s  # type: ignore[union-attr]
-        return out  # type: ignore[return-value]
+            assert sample is not None  # for the type checker: each key was encoded, cropped or redone above
+            sample.plan_s = plan_s
+            samples.append(sample)
+        return samples
 
     def _encoded(self, sample: PlannedSample, key: Any) -> GPUSample:
         plan, info = sample.plan, sample.info

@@ -16,7 +16,7 @@ import contextlib
 import logging
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -120,11 +120,11 @@ class GPUBatches:
         self._shift = torch.tensor([m * 255.0 for m in mean3], dtype=torch.float32).view(1, 3, 1, 1)
         self._factor = torch.tensor([1.0 / (s * 255.0) for s in std3], dtype=torch.float32).view(1, 3, 1, 1)
         self._streams: Any = None
-        self._active: Iterator[Any] | None = None
+        self._active: Generator[tuple[torch.Tensor, Any], None, None] | None = None
         self.last: EncodedBatch | None = None  # the batch behind the last output (boxes, flips), for checks
 
     def __len__(self) -> int:
-        return len(self.loader)  # type: ignore[arg-type]
+        return len(self.loader)  # type: ignore[arg-type]  # any iterable is wrapped; len() needs a sized one, as len() does
 
     @property
     def cpu_share(self) -> float | None:
@@ -140,17 +140,17 @@ class GPUBatches:
 
     def close(self) -> None:
         if self._active is not None:
-            self._active.close()  # type: ignore[attr-defined]
+            self._active.close()
             self._active = None
         self._streams = None
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, Any]]:
         if self._active is not None:
-            self._active.close()  # type: ignore[attr-defined]
+            self._active.close()
         self._active = self._pass()
         return self._active
 
-    def _pass(self) -> Iterator[tuple[torch.Tensor, Any]]:
+    def _pass(self) -> Generator[tuple[torch.Tensor, Any], None, None]:
         streams = None
         if self.device.type == "cuda":
             self.device = cuda_device(self.device)
@@ -314,7 +314,7 @@ class GPUBatches:
             if regions is None:
                 images = list(self.decoder.decode(encoded, self.device))
             else:
-                images = list(self.decoder.decode(encoded, self.device, regions=regions))  # type: ignore[call-arg]
+                images = list(self.decoder.decode(encoded, self.device, regions=regions))  # type: ignore[call-arg]  # roi decoders only
             if len(images) == len(encoded):
                 return images
             failure = f"{len(images)} images for {len(encoded)} inputs"

@@ -12,14 +12,14 @@ it cannot see goes to processes, the DataLoader's own behaviour.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from .streamed import is_stream
 
 __all__ = ["choose_kind"]
 
 
-def choose_kind(dataset: Any, *, seeding: str, context: str | None) -> tuple[str, str]:
+def choose_kind(dataset: Any, *, seeding: str, context: str | None) -> tuple[Literal["threads", "processes"], str]:
     """``("threads" | "processes", why)`` for ``Workers(kind="auto")`` over ``dataset``."""
     if is_stream(dataset):
         return "processes", "a stream (threads read map-style datasets)"

@@ -75,10 +75,10 @@ class BatchedPlans:
             items, redo = [], []
             for slot, p in enumerate(planned):
                 request = _request(p) if p is not None else None
-                if request is None:
+                if p is None or request is None:
                     redo.append(slot)
                 else:
-                    items.append((slot, p.data, request))  # type: ignore[union-attr]
+                    items.append((slot, p.data, request))
             redo += [items[position][0] for position, _, _ in decode_batch(hwc, items)]
         targets = [p.target if p is not None else None for p in planned]
         with clock.span("redo") if redo else contextlib.nullcontext():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from typing import Any
 
 from torch.utils.data import DataLoader
@@ -46,7 +46,7 @@ class Loader:
         self._epoch, self._consumed, self._running = 0, 0, False
         self._unread: Unread | None = None  # what this pass started from; None: the whole epoch
         self._token: object | None = None
-        self._active: Iterator[Any] | None = None
+        self._active: Generator[Any, None, None] | None = None
         self._timing = LoaderTiming(dataloader, prefetcher)  # stats(): the loop's waits, the workers' stages
 
     @property
@@ -56,7 +56,7 @@ class Loader:
 
     @property
     def batch_size(self) -> int:
-        return int(self.dataloader.batch_size)  # type: ignore[arg-type]
+        return int(self.dataloader.batch_size)  # type: ignore[arg-type]  # torch types it Optional; make_loader always sets it
 
     @property
     def rank(self) -> int:
@@ -116,7 +116,7 @@ class Loader:
             return
         shards.read_ahead(self.order.share_of(epoch, self._unread).records(total=self.order.length))
 
-    def _count(self, batches: Iterator[Any], token: object) -> Iterator[Any]:
+    def _count(self, batches: Iterator[Any], token: object) -> Generator[Any, None, None]:
         try:
             for batch in self._timing.timed(batches):
                 if self._token is token:
@@ -224,7 +224,7 @@ class Loader:
         abandoned pass.
         """
         if self._active is not None:
-            self._active.close()  # type: ignore[attr-defined]
+            self._active.close()
             self._active = None
         if self.prefetcher is not None:
             self.prefetcher.close()

@@ -8,7 +8,7 @@ machine so the arithmetic is tested everywhere.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -101,7 +101,7 @@ class CUDAPrefetcher:
         self._check_units()
         self._stream: torch.cuda.Stream | None = None
         self._constants: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
-        self._active: Iterator[Any] | None = None
+        self._active: Generator[tuple[torch.Tensor, torch.Tensor], None, None] | None = None
 
     def _check_units(self) -> None:
         if self.std is not None and any(s == 0 for s in self.std):
@@ -124,7 +124,7 @@ class CUDAPrefetcher:
         return self._stream
 
     def __len__(self) -> int:
-        return len(self.loader)  # type: ignore[arg-type]
+        return len(self.loader)  # type: ignore[arg-type]  # any iterable is wrapped; len() needs a sized one, as len() does
 
     def __enter__(self) -> CUDAPrefetcher:
         return self
@@ -135,14 +135,14 @@ class CUDAPrefetcher:
     def close(self) -> None:
         """Stop the current pass (shutting its loader iterator) and release the stream."""
         if self._active is not None:
-            self._active.close()  # type: ignore[attr-defined]
+            self._active.close()
             self._active = None
         self._stream = None
         self._constants.clear()
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         if self._active is not None:
-            self._active.close()  # type: ignore[attr-defined]
+            self._active.close()
         self._active = self._cuda_pass() if self.device.type == "cuda" else self._cpu_pass()
         return self._active
 
@@ -186,12 +186,12 @@ class CUDAPrefetcher:
             raise ConfigError(f"CUDAPrefetcher expects (images, targets) batches, got {type(batch).__name__}")
         return batch[0], batch[1]
 
-    def _cpu_pass(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    def _cpu_pass(self) -> Generator[tuple[torch.Tensor, torch.Tensor], None, None]:
         for batch in self.loader:
             images, targets = self._split(batch)
             yield self._convert(images), _move(targets, self.device)
 
-    def _cuda_pass(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:  # pragma: no cover - needs CUDA
+    def _cuda_pass(self) -> Generator[tuple[torch.Tensor, torch.Tensor], None, None]:  # pragma: no cover - needs CUDA
         if self._stream is None:
             self._stream = torch.cuda.Stream(device=self.device)
         stream = self._stream

@@ -152,7 +152,7 @@ class Workers:
         from .autokind import choose_kind
 
         kind, why = choose_kind(dataset, seeding=seeding, context=self.context)
-        return replace(self, kind=kind), f"{n} {kind} (auto: {why})"  # type: ignore[arg-type]
+        return replace(self, kind=kind), f"{n} {kind} (auto: {why})"
 
     def count(self) -> int:
         """The number of workers."""

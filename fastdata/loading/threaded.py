@@ -25,15 +25,23 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 import torch
-from torch.utils.data import BatchSampler, Sampler
+from torch.utils.data import BatchSampler
 from torch.utils.data._utils.pin_memory import pin_memory
 
 from .clock import NO_CLOCK, StageClock
 
 __all__ = ["ThreadedBatches"]
+
+
+class SizedKeys(Protocol):
+    """The sampler a pass reads: its keys, and how many (torch's ``Sampler`` types no ``len``)."""
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+    def __len__(self) -> int: ...
 
 
 class ThreadedBatches:
@@ -49,7 +57,7 @@ class ThreadedBatches:
     every sample on ``dataset[key]`` (the same batches, for comparison).
     """
 
-    def __init__(self, dataset: Any, *, batch_size: int, sampler: Sampler, collate_fn: Callable[[list[Any]], Any],
+    def __init__(self, dataset: Any, *, batch_size: int, sampler: SizedKeys, collate_fn: Callable[[list[Any]], Any],
                  drop_last: bool, threads: int, prefetch_factor: int = 2, persistent: bool = True,
                  pin: bool = False, batcher: Callable[[list[Any]], Any] | None = None) -> None:
         self.dataset, self.sampler, self.collate_fn = dataset, sampler, collate_fn
@@ -66,7 +74,7 @@ class ThreadedBatches:
         return f"ThreadedBatches(threads={self.threads}, batch_size={self.batch_size}, prefetch_factor={self.prefetch_factor})"
 
     def __len__(self) -> int:
-        n = len(self.sampler)  # type: ignore[arg-type]
+        n = len(self.sampler)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
     def _executor(self) -> ThreadPoolExecutor:
@@ -78,8 +86,8 @@ class ThreadedBatches:
     def time_with(self, clock: StageClock) -> None:
         """Count each batch's stages on ``clock`` (the batch call splits its own)."""
         self.clock = clock
-        if hasattr(self._batcher, "clock"):
-            self._batcher.clock = clock  # type: ignore[union-attr]
+        if self._batcher is not None and hasattr(self._batcher, "clock"):
+            self._batcher.clock = clock
 
     def _build(self, keys: list[Any]) -> Any:
         clock, started = self.clock, time.perf_counter()

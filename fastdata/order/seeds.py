@@ -147,4 +147,4 @@ def pipeline_seed(seed: int, rank: int) -> int:
 
 # The converter's streams (conversion_generator, conversion_order) are in .conversion,
 # which imports without numpy so that a small conversion does not pay for it.
-from .conversion import conversion_generator, conversion_order  # noqa: E402,F401
+from .conversion import conversion_generator, conversion_order  # noqa: E402,F401 -- re-exported, after the rest (above)

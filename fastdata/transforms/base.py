@@ -80,7 +80,7 @@ class Source:
             t, l, h, w = box
             y0, x0 = math.floor(t + 1e-9), math.floor(l + 1e-9)
             y1, x1 = math.ceil(t + h - 1e-9), math.ceil(l + w - 1e-9)
-            return self.array[y0:y1, x0:x1], (t - y0, l - x0, h, w)  # type: ignore[index]
+            return self.array[y0:y1, x0:x1], (t - y0, l - x0, h, w)  # type: ignore[index]  # set when encoded is not
         whole = tuple(box) == (0, 0, self.height, self.width)
         return decode_region(
             self.encoded.data,
@@ -109,7 +109,7 @@ class Source:
         """
         if self.native and self.encoded is not None:
             arr = decode_resized(
-                self.encoded.data, self.info, box, size,  # type: ignore[arg-type]
+                self.encoded.data, self.info, box, size,  # type: ignore[arg-type]  # info is read with encoded
                 min_size=min_size, snap=snap, flip=flip, name=self.encoded.name or None,
             )
             if arr is not None:
@@ -129,7 +129,7 @@ class Source:
 
     def full(self) -> np.ndarray:
         if self.encoded is None:
-            return self.array  # type: ignore[return-value]
+            return self.array  # type: ignore[return-value]  # set when encoded is not (__init__)
         return decode_view(self.encoded.data, backend=self.backend, name=self.encoded.name or None, info=self.info)
 
 

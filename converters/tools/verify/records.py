@@ -174,7 +174,7 @@ def check_records(
         return heads.pop(task[0]) if task[1] < 0 else None
 
     if here:
-        run: Callable[[tuple[int, int, int]], Chunk] = lambda task: head(task) or _check_task(task)  # noqa: E731
+        run: Callable[[tuple[int, int, int]], Chunk] = lambda task: head(task) or _check_task(task)  # noqa: E731 -- typed here, one line
     else:
         run = _check_task
     results = ordered_map(run, tasks(), workers=workers, init=_init, init_args=(sources, classes, decode), local=head)

@@ -126,13 +126,13 @@ def decode_datum(
     try:
         for number, wire, val in iter_fields(value):
             if number in fields:
-                if wire != VARINT:
+                if wire != VARINT or not isinstance(val, int):  # a varint is an int (iter_fields)
                     raise FormatError(f"not a caffe.Datum: field {number} has wire type {wire}, expected varint")
-                fields[number] = val  # type: ignore[assignment]
+                fields[number] = val
             elif number == DATA:
-                if wire != LEN:
+                if wire != LEN or isinstance(val, int):  # a LEN field is a memoryview (iter_fields)
                     raise FormatError(f"not a caffe.Datum: field 4 (data) has wire type {wire}, expected bytes")
-                data = val  # type: ignore[assignment]
+                data = val
             elif number == FLOAT_DATA:
                 floats.append(_floats(wire, val))
     except FormatError as exc:
@@ -184,20 +184,19 @@ def datum_to_image(datum: Datum, *, path: str | os.PathLike[str] | None = None, 
     return np.ascontiguousarray(chw[::-1].transpose(1, 2, 0))
 
 
-def _floats(wire: int, val: object) -> np.ndarray:
+def _floats(wire: int, val: int | memoryview) -> np.ndarray:
     if wire == FIXED32:  # one unpacked element, as raw little-endian bits
         return np.array([val], dtype="<u4").view("<f4").astype(np.float32)
-    if wire == LEN:  # packed
-        mv = val
-        if len(mv) % 4:  # type: ignore[arg-type]
-            raise FormatError(f"not a caffe.Datum: packed float_data of {len(mv)} bytes is not a multiple of 4")  # type: ignore[arg-type]
-        return np.frombuffer(mv, dtype="<f4").astype(np.float32)  # type: ignore[call-overload]
+    if wire == LEN and not isinstance(val, int):  # packed (a LEN field is a memoryview)
+        if len(val) % 4:
+            raise FormatError(f"not a caffe.Datum: packed float_data of {len(val)} bytes is not a multiple of 4")
+        return np.frombuffer(val, dtype="<f4").astype(np.float32)
     raise FormatError(f"not a caffe.Datum: field 6 (float_data) has wire type {wire}")
 
 
 def _int32(name: str, value: object) -> int:
     try:
-        v = operator.index(value)  # type: ignore[arg-type]
+        v = operator.index(value)  # type: ignore[arg-type]  # any object: a non-integer raises TypeError, below
     except TypeError:
         raise ConfigError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
     if not _INT32_MIN <= v <= _INT32_MAX:

@@ -69,7 +69,7 @@ class KeyIndex:
         if self._width:
             return b"%0*d" % (self._width, self._first + i)
         offsets = self._offsets
-        return self._buffer[offsets[i] : offsets[i + 1]]  # type: ignore[index]
+        return self._buffer[offsets[i] : offsets[i + 1]]  # type: ignore[index]  # set unless _width (above)
 
 
 def _consecutive_decimals(buffer: bytes, lens: np.ndarray) -> tuple[int, int] | None:

@@ -111,7 +111,7 @@ class Reader:
         return {"path": self.path, "verify": self.verify}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["path"], verify=state["verify"])  # type: ignore[misc]
+        self.__init__(state["path"], verify=state["verify"])  # type: ignore[misc]  # unpickled: opened as new
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({os.fspath(self.path)!r}, verify={self.verify})"

@@ -177,7 +177,7 @@ class ShardReader:
         return f"{type(self).__name__}({os.fspath(self.path)!r})"
 
     def _parse_checked(self, value: memoryview, key: bytes, i: int) -> tuple[bytes, int]:
-        if _sums.record_crc(value, key) != self._crcs[i]:  # type: ignore[index]
+        if _sums.record_crc(value, key) != self._crcs[i]:  # type: ignore[index]  # called only once _crcs is read
             raise _sums.mismatch(self.reader.data_file, i % len(self), key=key)
         return self._parse(value, key)
 
@@ -213,7 +213,7 @@ def _is_image(value: bytes | memoryview) -> bool:
 
 def _int_label(sample: Sample) -> int:
     try:
-        return operator.index(sample.label)  # type: ignore[arg-type]
+        return operator.index(sample.label)  # type: ignore[arg-type]  # a label vector raises TypeError, below
     except TypeError:
         raise ConfigError(
             f"sample {sample.id} ({sample.filename or 'no filename'}): caffe.Datum stores one int label, "

@@ -66,8 +66,7 @@ def pack_header(header: IRHeader | tuple) -> bytes:
         if type(label) is int or type(label) is float or isinstance(label, numbers.Number) or (
             isinstance(label, np.ndarray) and label.ndim == 0
         ):
-            # typeshed's numbers.Number has no __float__; a Real has one, a complex raises TypeError as before
-            return IR_FORMAT.pack(0, float(label), id_, id2)  # type: ignore[arg-type]
+            return IR_FORMAT.pack(0, float(label), id_, id2)  # type: ignore[arg-type]  # typeshed's Number has no __float__
         labels = np.asarray(label, dtype="<f4").ravel()
         if labels.size == 0:
             raise ConfigError("an empty label vector cannot be stored (flag 0 would mean a scalar label)")
