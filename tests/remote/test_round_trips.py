@@ -1,17 +1,20 @@
 """The requests of a remote epoch, counted by a loopback proxy in front of
-SeaweedFS (see proxies.py): one GET per file the manifest lists, no HEAD for
+SeaweedFS (see benchmarks/latency_proxy.py): one GET per file the manifest lists, no HEAD for
 a file whose size the manifest records, nothing fetched twice -- and a
 manifest written before sizes were recorded still reads, asking the size."""
 
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from proxies import LatencyProxy
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))  # the benchmark's own proxy
+from latency_proxy import LatencyProxy
 from remotekit import image_bytes, make_dataset, upload
 
 import fastdata

@@ -1,7 +1,7 @@
 """A loopback HTTP proxy that makes every request pay a fixed latency, and counts them.
 
 :class:`LatencyProxy` listens on 127.0.0.1 and forwards each connection to a
-server on 127.0.0.1 (the SeaweedFS S3 gateway or nginx of :mod:`servers`).
+server on 127.0.0.1 (a SeaweedFS S3 gateway, nginx).
 Each HTTP/1.1 request read from the client is held ``delay`` seconds before
 it is sent on, as if the server were that far away; responses come back at
 once. So a reader that waits for each answer before asking again pays
@@ -10,6 +10,8 @@ overlapped group -- which is what the remote read path is measured on.
 
 Every request's method and path are recorded (:attr:`LatencyProxy.requests`),
 so a test can count an epoch's round trips and see which were HEADs.
+
+Not a script: ``remote_latency.py`` and ``tests/remote/test_round_trips.py`` import it.
 Nothing here talks to any address but 127.0.0.1; every loop ends when its
 socket closes or :meth:`LatencyProxy.stop` is called.
 """
