@@ -45,11 +45,26 @@ def _python(block: Block, namespace: dict) -> str | None:
     code = without_cuda_lines(block.code, cuda=CUDA)
     for old, new in RUNTIME_EDITS.items():
         code = code.replace(old, new)
+    if "import ray" in code:
+        return _python_alone(block, code)
     # leading newlines make traceback line numbers README line numbers
     try:
         exec(compile("\n" * block.line + code, str(README), "exec"), namespace)
     except BaseException as exc:  # noqa: BLE001 - any failure of a snippet is the finding
         return "".join(traceback.format_exception_only(exc)) + _readme_frames(exc)
+    return None
+
+
+def _python_alone(block: Block, code: str) -> str | None:
+    """A block that starts Ray runs in a process of its own, told to keep its
+    one-machine cluster on 127.0.0.1 (Ray reads that on import, and this
+    process may have imported Ray already for tests/engines' loopback nodes)."""
+    env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+    env.pop("RAY_ADDRESS", None)
+    done = subprocess.run([sys.executable, "-c", "\n" * block.line + code], env=env, capture_output=True, text=True,
+                          timeout=240)
+    if done.returncode != 0:
+        return f"exit status {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
     return None
 
 

@@ -10,6 +10,7 @@ is imported until it is asked for: they are the extras ``fastdata[ray]`` and
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from fastdata.errors import ConfigError
@@ -18,6 +19,9 @@ from .pool import Pool
 
 #: The engines ``--engine`` accepts.
 ENGINES = ("ray", "spark")
+#: Ray's switch that keeps a cluster started by ``ray.init()`` on 127.0.0.1
+#: (Ray's default on macOS and Windows, where it does not run clusters).
+LOCAL_ONLY = ("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 
 def connect(engine: str) -> int:
@@ -33,6 +37,10 @@ def connect(engine: str) -> int:
         ConfigError: an unknown engine, or its extra is not installed.
     """
     if engine == "ray":
+        if not os.environ.get("RAY_ADDRESS"):
+            # No cluster named: the one Ray starts here serves this machine only, so it need not
+            # listen on the machine's network address; Ray reads this when it is imported.
+            os.environ.setdefault(LOCAL_ONLY[0], LOCAL_ONLY[1])
         ray = _need("ray", "ray")
         if not ray.is_initialized():
             ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
