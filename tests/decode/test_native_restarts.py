@@ -144,6 +144,7 @@ def test_segment_decode_matches_whole_file(name, chunks):
         kw = {"min_size": min_size, "snap": bool(i % 3), "flip": bool(i % 2)}
         want = native.decode_resized(data, info, box, (37, 53), **kw)
         got = native.decode_resized(marked, minfo, box, (37, 53), **kw)
+        assert want is not None and got is not None, f"{name}: the decoder declined box {box} {kw}"
         np.testing.assert_array_equal(got, want, err_msg=f"{name} box {box} {kw}")
 
 
@@ -162,6 +163,7 @@ def test_segment_decode_matches_on_every_orientation(edge_images):
             kw = {"min_size": (40, 40) if i % 2 else None, "flip": bool(i % 3)}
             want = native.decode_resized(data, info, box, (31, 29), **kw)
             got = native.decode_resized(marked, read_info(marked), box, (31, 29), **kw)
+            assert want is not None and got is not None, f"{path.name}: the decoder declined box {box}"
             np.testing.assert_array_equal(got, want, err_msg=f"{path.name} box {box}")
 
 
