@@ -49,8 +49,3 @@ def decode_limit_row(source: str) -> str:
     """The same loader doing nothing but a full decode of each image: the ceiling of a full-decode pipeline."""
     return f"full decode only, {source} (the decode limit)"
 
-
-def decode_limit_source(name: str) -> str | None:
-    """``source`` of a :func:`decode_limit_row` name, else None."""
-    head, tail = "full decode only, ", " (the decode limit)"
-    return name[len(head):-len(tail)] if name.startswith(head) and name.endswith(tail) else None

@@ -4,10 +4,8 @@ fastdata's compiled crop decoder releases the GIL for the decode and resize,
 which are nearly all of a sample's time, so threads share the cores as well
 as worker processes do, without what processes cost per batch: a new
 shared-memory segment for every batch (torch allocates and zero-fills it,
-then the main process maps it again), pickling and a queue round trip.
-Measured on 2 cores (hymenoptera x4, RandomResizedCrop + flip, 2 workers):
-1,222 us of worker CPU per image with processes, 1,035-1,063 us with
-threads; 1.2x the images per second.
+then the main process maps it again), pickling and a queue round trip
+(what that saved: benchmarks/RESULTS.md, "Figures behind the code's constants").
 
 Same contract as a DataLoader over the same sampler: each batch is
 ``collate_fn([dataset[key] for key in batch_keys])``, yielded in order; up

@@ -21,10 +21,8 @@ DCT_MARGIN = 1.5
 """Decode-aware transforms ask the JPEG decoder for at least this many times
 the output size before resizing. A DCT-scaled decode is sharper than Pillow's
 bilinear (torchvision's antialias) filter, and a final resize by less than
-~1.5x does not blur it to match. Measured on 32 random crops of the 8 largest
-hymenoptera photos (mean |diff| from Pillow's full-size result, grey levels):
-margin 1: 1.46 (p90 3.4), 5.2 ms per crop; margin 1.5: 1.01 (p90 2.1, as
-without DCT scaling), 5.9 ms; no DCT scaling: 0.88, 8.1 ms."""
+~1.5x does not blur it to match (the measurement: benchmarks/RESULTS.md,
+"Figures behind the code's constants")."""
 
 
 def dct_min_size(size: tuple[int, int]) -> tuple[int, int]:

@@ -125,7 +125,7 @@ class ShardReader:
 
     @property
     def records(self) -> Reader:
-        """The raw record reader (its former name; ``reader`` as in the other formats)."""
+        """The raw record reader: the same object as ``reader``, the name every format's shard has."""
         return self.reader
 
     def __len__(self) -> int:
