@@ -25,6 +25,7 @@ import torch
 
 from ..errors import ConfigError
 from ..loading.clock import named_range
+from ..loading.normalise import affine, move_targets
 from .ahead import Ahead
 from .backends import Decoder, cuda_device
 from .batch import EncodedBatch
@@ -77,10 +78,6 @@ def _on(stream: Any) -> Any:
     return torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
 
 
-def _move(targets: Any, device: torch.device) -> Any:
-    return targets.to(device, non_blocking=True) if isinstance(targets, torch.Tensor) else targets
-
-
 class GPUBatches:
     """Iterate ``loader``'s :class:`EncodedBatch` es as finished image batches on ``device``.
 
@@ -114,11 +111,8 @@ class GPUBatches:
         self.device_clock = DeviceTimes()  # Loader.stats: the device's seconds per step (CUDA events)
         self.dtype, self.memory_format, self.budget = dtype, memory_format, int(budget)
         self.normalise = not (mean is None and std is None and dtype is None)
-        mean3 = (mean or (0.0,)) * (3 if len(mean or (0.0,)) == 1 else 1)
-        std3 = (std or (1.0,)) * (3 if len(std or (1.0,)) == 1 else 1)
-        # as CUDAPrefetcher: per-channel tensors, sub then mul, bit-identical on CPU and GPU
-        self._shift = torch.tensor([m * 255.0 for m in mean3], dtype=torch.float32).view(1, 3, 1, 1)
-        self._factor = torch.tensor([1.0 / (s * 255.0) for s in std3], dtype=torch.float32).view(1, 3, 1, 1)
+        # made here on the CPU; moved on first use (CUDA is first touched there)
+        self._shift, self._factor = affine(mean, std, scale=255.0, channels=3)
         self._streams: Any = None
         self._active: Generator[tuple[torch.Tensor, Any], None, None] | None = None
         self.last: EncodedBatch | None = None  # the batch behind the last output (boxes, flips), for checks
@@ -293,7 +287,7 @@ class GPUBatches:
         if len(batch.ready_at):
             ready = batch.ready.to(dev, non_blocking=True).permute(0, 3, 1, 2).to(torch.float32)
             out.index_copy_(0, batch.ready_at.to(dev, non_blocking=True), ready)
-        return self._output(out), _move(batch.targets, dev)
+        return self._output(out), move_targets(batch.targets, dev)
 
     def _decode(self, batch: EncodedBatch) -> tuple[list[torch.Tensor | None], list[int]]:
         encoded = list(batch.data.tensor_split(batch.offsets[1:-1]))

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from ..errors import ConfigError
+from .normalise import affine, move_targets
 
 __all__ = ["CUDAPrefetcher"]
 
@@ -29,11 +30,6 @@ def per_channel(name: str, values: Sequence[float] | None) -> tuple[float, ...] 
     if not out:
         raise ConfigError(f"{name} must have one value per channel, got none")
     return out
-
-
-def _move(targets: Any, device: torch.device) -> Any:
-    # Targets that are not tensors (a detection dict, say) pass through as they are.
-    return targets.to(device, non_blocking=True) if isinstance(targets, torch.Tensor) else targets
 
 
 class CUDAPrefetcher:
@@ -149,20 +145,7 @@ class CUDAPrefetcher:
     def _affine(self, channels: int) -> tuple[torch.Tensor, torch.Tensor]:
         constants = self._constants.get(channels)
         if constants is None:
-            mean = self.mean if self.mean is not None else (0.0,)
-            std = self.std if self.std is not None else (1.0,)
-            for name, values in (("mean", mean), ("std", std)):
-                if len(values) not in (1, channels):
-                    raise ConfigError(f"{name} has {len(values)} values but the images have {channels} channels")
-            # Full per-channel tensors (never a 1-element one): TensorIterator
-            # may turn division by a CPU scalar into a reciprocal multiply on
-            # one device and not the other; sub/mul here are exact on both.
-            shift = [m * self.scale for m in (mean * channels if len(mean) == 1 else mean)]
-            factor = [1.0 / (s * self.scale) for s in (std * channels if len(std) == 1 else std)]
-            shift_t, factor_t = (
-                torch.tensor(v, dtype=torch.float32).view(1, channels, 1, 1).to(self.device) for v in (shift, factor)
-            )
-            constants = (shift_t, factor_t)
+            constants = affine(self.mean, self.std, scale=self.scale, channels=channels, device=self.device)
             self._constants[channels] = constants
         return constants
 
@@ -189,7 +172,7 @@ class CUDAPrefetcher:
     def _cpu_pass(self) -> Generator[tuple[torch.Tensor, torch.Tensor], None, None]:
         for batch in self.loader:
             images, targets = self._split(batch)
-            yield self._convert(images), _move(targets, self.device)
+            yield self._convert(images), move_targets(targets, self.device)
 
     def _cuda_pass(self) -> Generator[tuple[torch.Tensor, torch.Tensor], None, None]:  # pragma: no cover - needs CUDA
         if self._stream is None:
@@ -203,7 +186,7 @@ class CUDAPrefetcher:
             except StopIteration:
                 return None
             with torch.cuda.stream(stream):
-                return self._convert(images), _move(targets, self.device)
+                return self._convert(images), move_targets(targets, self.device)
 
         ahead = preload()
         while ahead is not None:

@@ -200,3 +200,20 @@ def test_copies_overlap_compute():
     at = origin.elapsed_time
     early = [at(copies[k + 1][0]) < at(computes[k][1]) for k in range(n - 1)]
     assert sum(early) >= n - 2, [(round(at(copies[k + 1][0]), 2), round(at(computes[k][1]), 2)) for k in range(n - 1)]
+
+
+def test_the_cpu_and_gpu_stages_share_one_normalisation():
+    """GPUBatches and CUDAPrefetcher take their constants from one function:
+    mean/std in 0-1 units at scale 255 give (x/255 - mean)/std, and a
+    mean or std of the wrong length is refused the same way."""
+    import fastdata.gpu.stage as stage
+    import fastdata.loading.prefetch as prefetch
+    from fastdata.errors import ConfigError
+    from fastdata.loading.normalise import affine
+
+    assert stage.affine is affine and prefetch.affine is affine
+    shift, factor = affine((0.5,), (0.25, 0.5, 1.0), scale=255.0, channels=3)
+    x = torch.full((1, 3, 1, 1), 204.0)
+    assert torch.allclose((x - shift) * factor, torch.tensor([1.2, 0.6, 0.3]).view(1, 3, 1, 1))
+    with pytest.raises(ConfigError, match="mean has 2 values but the images have 3 channels"):
+        affine((0.1, 0.2), None, scale=255.0, channels=3)
