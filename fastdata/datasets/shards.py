@@ -22,7 +22,7 @@ from ..formats import Detected, Manifest, registry
 from ..remote import hooks as remote_hooks
 from .base import SampleSettings, ShardDataset
 from .imaging import Transform
-from .shardset import ShardSet
+from .shardset import ShardChecks, ShardSet
 from .sources import PathArg, first_path, resolve
 
 if TYPE_CHECKING:
@@ -57,12 +57,12 @@ def converted(format_name: str, path: PathArg, paths: list[str], manifest: Any, 
     )
 
 
-def _checks(directory: str, manifest: Any, info: Any) -> tuple[list[tuple[str, str]], str | None]:
+def _checks(directory: str, manifest: Any, info: Any) -> ShardChecks:
     """What :class:`ShardSet` checks when it opens a converted shard: the
     digests of its index and checksum file, and that checksum file."""
     small = [n for n in (info.index, info.checksums) if n and n in info.digests]
     sidecar = os.fspath(manifest.path_of(directory, info.checksums)) if info.checksums else None
-    return [(os.fspath(manifest.path_of(directory, n)), info.digests[n]) for n in small], sidecar
+    return ShardChecks(tuple((os.fspath(manifest.path_of(directory, n)), info.digests[n]) for n in small), sidecar)
 
 
 def open_shards(path: PathArg, format_name: str | None, options: dict[str, Any]) -> tuple[ShardSet, list[str] | None]:

@@ -7,6 +7,7 @@ which keeps it safe across ``fork`` and ``spawn``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -17,6 +18,19 @@ from ..errors import FastDataError, FormatError
 from ..formats import checksums, registry
 from ..formats.manifest import source_at
 from ..remote import hooks as remote_hooks
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardChecks:
+    """What a converted shard's manifest says to check when it is opened.
+
+    Attributes:
+        files: ``(path, digest)`` of its small files (its index, its checksum file).
+        sidecar: its per-record checksum file, or None.
+    """
+
+    files: tuple[tuple[str, str], ...] = ()
+    sidecar: str | None = None
 
 
 class ShardSet:
@@ -32,9 +46,7 @@ class ShardSet:
             converter wrote one (see ``shards.TARGETS_EXTRA``).
         sources_file: the converter's list of each sample's source file
             (``manifest.extra["sources"]``); errors about a damaged record name it.
-        checks: per shard, ``(files, sidecar)`` from a manifest: the
-            ``(path, digest)`` of the small files checked when the shard is
-            opened (its index, its checksums), and its checksum file or None.
+        checks: per shard, its :class:`ShardChecks` from a manifest.
             Without a manifest (None), a ``<shard>.crc`` found beside a shard
             (``fastdata index --checksums``) is used.
         num_classes: the manifest's class count: an int label outside
@@ -53,11 +65,11 @@ class ShardSet:
         *,
         targets_file: str | None = None,
         sources_file: str | None = None,
-        checks: Sequence[tuple[Sequence[tuple[str, str]], str | None]] | None = None,
+        checks: Sequence[ShardChecks] | None = None,
         num_classes: int | None = None,
     ) -> None:
         self.format = format_name
-        self.checks = [(list(files), sidecar) for files, sidecar in checks] if checks is not None else None
+        self.checks = list(checks) if checks is not None else None
         self.num_classes = num_classes
         self.targets_file = targets_file
         self.sources_file = sources_file
@@ -80,6 +92,15 @@ class ShardSet:
         state["_readers"] = None
         state["_pid"] = None
         return state
+
+    def identity(self) -> list[list[Any]]:
+        """What names this set of shards for a resume: each shard's file name,
+        its record count and the digests of its checked files (JSON-ready)."""
+        return [
+            [os.path.basename(p) for p in self.paths],
+            [int(c) for c in self.counts],
+            [[digest for _, digest in c.files] for c in self.checks or ()],
+        ]
 
     def locate(self, index: int) -> tuple[int, int]:
         """Global index (0 <= index < len) -> (shard number, index inside it)."""
@@ -110,7 +131,7 @@ class ShardSet:
 
     def _check_small_files(self, shard: int) -> None:
         """The shard's index and checksums match the manifest's digests (FormatError naming the file otherwise)."""
-        for name, digest in self.checks[shard][0] if self.checks is not None else ():
+        for name, digest in self.checks[shard].files if self.checks is not None else ():
             local = remote_hooks.local_file(name)
             if not os.path.isfile(local) or not checksums.matches(local, digest):
                 raise FormatError(
@@ -123,7 +144,7 @@ class ShardSet:
         """Hand the shard's record checksums to the reader."""
         path = self.paths[shard]
         if self.checks is not None:
-            sidecar = self.checks[shard][1]
+            sidecar = self.checks[shard].sidecar
         else:
             beside = checksums.sidecar_path(path)
             sidecar = os.fspath(beside) if beside.is_file() else None

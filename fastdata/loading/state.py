@@ -10,7 +10,6 @@ Its values are ints, bools and strings, for ``torch.save``, JSON and DCP alike.
 from __future__ import annotations
 
 import json
-import os
 import zlib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
@@ -100,13 +99,8 @@ def dataset_digest(dataset: Any) -> str:
     """A sharded dataset's identity: crc32 of its shards' names, record
     counts and the index/checksum digests its manifest records; ``""`` for a
     dataset without shards (then only its length is compared)."""
-    shards: Any = getattr(dataset, "shards", None)  # duck-typed: any dataset with paths and counts
-    if not (hasattr(shards, "paths") and hasattr(shards, "counts")):
+    shards: Any = getattr(dataset, "shards", None)  # duck-typed: fastdata's ShardSet, or anything with identity()
+    identity = getattr(shards, "identity", None)
+    if not callable(identity):
         return ""
-    checks = getattr(shards, "checks", None) or []
-    described = [
-        [os.path.basename(os.fspath(p)) for p in shards.paths],
-        [int(c) for c in shards.counts],
-        [[digest for _, digest in files] for files, _ in checks],
-    ]
-    return f"crc32:{zlib.crc32(json.dumps(described).encode()):08x}"
+    return f"crc32:{zlib.crc32(json.dumps(identity()).encode()):08x}"
