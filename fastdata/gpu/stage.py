@@ -100,6 +100,8 @@ class GPUBatches:
         controller: steers ``share`` from each batch's costs (None: it stays as set).
     """
 
+    decodes = True
+
     def __init__(self, loader: Iterable[Any], *, device: torch.device, decoder: Decoder, fallback: Fallback,
                  mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
                  dtype: torch.dtype | None = None, memory_format: torch.memory_format = torch.contiguous_format,

@@ -47,6 +47,9 @@ class Stage(Protocol):
     """What runs in the main process after the workers: the CUDA prefetcher,
     or the GPU decode's batches. The loader iterates it once a pass and closes it."""
 
+    #: It decodes the images (the GPU's batches): the loader's repr shows it as ``decode=``.
+    decodes: bool
+
     def __iter__(self) -> Iterator[Any]: ...
 
     def close(self) -> None: ...

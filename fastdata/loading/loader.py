@@ -234,7 +234,7 @@ class Loader:
         return (
             f"Loader({type(self.dataset).__name__}, batch_size={self.batch_size}, batches={len(self)}, "
             f"rank={self.rank}/{self.world_size}, workers={self.workers or '?'}"
-            + (f", decode={self.prefetcher!r}" if type(self.prefetcher).__name__ == "GPUBatches" else "") + ")"
+            + (f", decode={self.prefetcher!r}" if self.prefetcher is not None and self.prefetcher.decodes else "") + ")"
         )
 
     def __enter__(self) -> Loader:

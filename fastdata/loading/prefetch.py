@@ -67,6 +67,8 @@ class CUDAPrefetcher:
             CUDA, or batches that are not uint8 ``(N, C, H, W)`` pairs.
     """
 
+    decodes = False  # the workers decoded: this only copies and normalises
+
     def __init__(
         self,
         loader: Iterable[Any],
