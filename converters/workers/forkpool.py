@@ -94,7 +94,7 @@ def _serve(tasks: int, results: int, init: Callable[..., None], args: tuple, rep
 
 
 class _Worker:
-    __slots__ = ("pid", "tasks", "results", "buffer", "token")
+    __slots__ = ("buffer", "pid", "results", "tasks", "token")
 
     def __init__(self, pid: int, tasks: int, results: int) -> None:
         self.pid, self.tasks, self.results = pid, tasks, results
@@ -209,6 +209,7 @@ class ForkPool:
                     continue
                 worker.token = None
                 self._idle.append(worker)
+                assert token is not None  # for the type checker: an answer names its task (a report has no task)
                 seconds = time.monotonic() - self._started.pop(token)
                 done.append((token, Outcome(value, seconds=seconds) if kind == _OK else Outcome(error=value, seconds=seconds)))
         self._dispatch()
@@ -271,7 +272,7 @@ class ForkPool:
 def _status(pid: int) -> str:
     """How a worker ended, for the error message (it is reaped here)."""
     try:
-        done, status = os.waitpid(pid, 0)
+        _, status = os.waitpid(pid, 0)
     except ChildProcessError:
         return "exit status unknown"
     if os.WIFSIGNALED(status):

@@ -20,7 +20,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .pool import Outcome, Pool, WorkerDied
@@ -105,7 +105,7 @@ def ordered_map(
     init_args: tuple[Any, ...] = (),
     window: int | None = None,
     local: Callable[[T], R | None] | None = None,
-) -> Iterator[R]:
+) -> Generator[R, None, None]:
     """Yield ``fn(task)`` for each task, in order.
 
     ``workers <= 1`` runs everything in this process (after ``init(*init_args)``).

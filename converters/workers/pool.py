@@ -27,7 +27,7 @@ class Outcome:
     """What a task came to: :meth:`result` returns its value or raises its error;
     ``seconds`` is how long it ran (from when a worker got it)."""
 
-    __slots__ = ("value", "error", "seconds")
+    __slots__ = ("error", "seconds", "value")
 
     def __init__(self, value: Any = None, error: BaseException | None = None, seconds: float = 0.0) -> None:
         self.value, self.error, self.seconds = value, error, seconds

@@ -102,8 +102,10 @@ def table(result: dict[str, Any]) -> list[str]:
     """The text report."""
     phases = [result["phases"][name] for name in ("loader alone", "step alone", "together")]
     lines = [
-        f"fastdata doctor: {result['src']} ({result['dataset']}, {result['images']} images), batch "
-        f"{result['batch_size']}, workers: {result['workers']}, decode={result['decode']!r}",
+        (
+            f"fastdata doctor: {result['src']} ({result['dataset']}, {result['images']} images), batch "
+            f"{result['batch_size']}, workers: {result['workers']}, decode={result['decode']!r}"
+        ),
         f"step: {result['step']['name']}",
     ]
     if result["step"]["note"]:

@@ -118,6 +118,6 @@ def together(loader: Any, step: Callable[[Any, Any], None], *, seconds: float, m
     ``step_ms``, and ``pass_starts``: the batches that began a pass, whose wait
     is start-up)."""
     phase, report, w = _watched("together", loader, step, seconds, min_steps, batch_size, loader_ratio)
-    timeline = {"wait_ms": [1000 * v for v in w.timeline["wait"]], "step_ms": [1000 * v for v in w.timeline["step"]],
+    timeline: dict[str, list[Any]] = {"wait_ms": [1000 * v for v in w.timeline["wait"]], "step_ms": [1000 * v for v in w.timeline["step"]],
                 "pass_starts": list(w.pass_starts)}
     return phase, report, timeline

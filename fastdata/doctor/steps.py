@@ -57,7 +57,7 @@ def _resnet50(classes: int) -> torch.nn.Module:
 
 
 def _model_step(model: torch.nn.Module, device: torch.device, classes: int) -> Callable[[Any, Any], None]:
-    model = model.to(device, memory_format=torch.channels_last)
+    model = model.to(device, memory_format=torch.channels_last)  # type: ignore[call-overload]  # torch's stubs leave it out
     optimiser = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
     half = device.type == "cuda"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["WAIT", "STEP", "draw"]
+__all__ = ["STEP", "WAIT", "draw"]
 
 WAIT, STEP, STARTUP = "#d62728", "#1f77b4", "#bbbbbb"
 

@@ -138,7 +138,7 @@ class Watch:
         self._print(self.report().lines())
 
     def __len__(self) -> int:
-        return len(self.loader)  # type: ignore[arg-type]
+        return len(self.loader)  # type: ignore[arg-type]  # any iterable is watched; len() needs a sized one
 
     def __iter__(self) -> Iterator[Any]:
         clock, first = time.perf_counter, True

@@ -231,10 +231,11 @@ class ShardCache:
                 total += max(st.st_size, mine.pop(str(path), 0))
         return total + sum(mine.values())  # made room for, not written yet
 
-    def full_error(self, size: int, url: str, why: str) -> RemoteError:
+    def full_error(self, size: int | None, url: str, why: str) -> RemoteError:
         limit = f"limit {self.limit_bytes} bytes" if self.limit_bytes is not None else "no limit"
+        needs = f"{size} bytes" if size is not None else "room"
         return RemoteError(
-            f"shard cache {self.root} is full: {scrub_url(url)} needs {size} bytes but {why} ({limit}, "
+            f"shard cache {self.root} is full: {scrub_url(url)} needs {needs} but {why} ({limit}, "
             f"{self.reserve_bytes} bytes kept free). Fix: pass a larger cache_bytes, free space on that disk, "
             "or point cache_dir at a bigger disk"
         )

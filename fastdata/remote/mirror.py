@@ -110,6 +110,7 @@ def localize(
         write_text_atomic(old, text)
     _MIRRORS.pop(str(directory), None)
     mirror = mirror_of(directory)
+    assert mirror is not None  # for the type checker: its settings file was written just above
     # the small files a dataset reads without opening a shard, in one round trip; the list of
     # source files (a line per sample, for error messages) comes when a message first needs it
     lazy = manifest.extra.get("sources")

@@ -18,6 +18,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from ..errors import FormatError, RemoteError
 
@@ -30,6 +31,7 @@ def record_path(lock: Path) -> Path:
 
 def remember(lock: Path, exc: BaseException) -> None:
     """Write ``exc`` (a RemoteError, a FormatError or a missing object) beside ``lock``."""
+    doc: dict[str, Any]
     if isinstance(exc, FormatError):
         doc = {"kind": "format", "reason": exc.reason, "path": os.fspath(exc.path) if exc.path else None,
                "hint": exc.hint}

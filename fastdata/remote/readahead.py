@@ -62,7 +62,8 @@ class _ReadAhead:
 
     def window(self) -> list[str]:
         """The shards to have fetched now (call with ``cond`` held)."""
-        out, total = [], 0
+        out: list[str] = []
+        total = 0
         for path, size in zip(self.order[self.position + 1:], self.sizes[self.position + 1:]):
             if len(out) == AHEAD or (out and self.budget is not None and total + size > self.budget):
                 break

@@ -15,7 +15,7 @@ import dataclasses
 import errno
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TypeGuard, TypeVar
 
 from ..errors import ConfigError, FastDataError, RemoteError
 from .urls import scrub, scrub_url
@@ -61,7 +61,7 @@ class ObjectMissing(FileNotFoundError):
     taken for it."""
 
 
-def is_disk_full(exc: BaseException) -> bool:
+def is_disk_full(exc: BaseException) -> TypeGuard[OSError]:
     return isinstance(exc, OSError) and exc.errno in _DISK_FULL
 
 
