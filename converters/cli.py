@@ -340,8 +340,8 @@ def _add_verify(sub) -> None:
 
 
 def _run_verify(args: argparse.Namespace) -> int:
-    from .workers.parallel import available_cpus
     from .tools.verify.command import run
+    from .workers.parallel import available_cpus
 
     workers = args.workers if args.workers is not None else available_cpus()
     if workers < 1:
