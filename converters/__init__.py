@@ -12,7 +12,7 @@ the library itself never imports it. Subcommands (each has ``--help``):
   ``--passthrough`` (then byte for byte); everything else is normalised once
   to an RGB JPEG (see :mod:`.conversion.normalize`). The output is the same for
   any ``--workers``, any number of nodes and after ``--resume``
-  (:mod:`.planning.plan`, :mod:`.output.state`).
+  (:mod:`.planning.layout`, :mod:`.output.state`).
 * ``fastdata merge OUT``: write the manifest of a multi-node conversion.
 * ``fastdata inspect PATH [--json]``, ``fastdata verify PATH [--decode]``,
   ``fastdata index FILE...``: for fastdata's output and for files MXNet,
@@ -26,7 +26,7 @@ traceback); 130 interrupted.
 Layout, by what each part is about (each sub-package's docstring says more):
 
 * :mod:`.planning`: what a conversion writes, decided before any image is
-  read (:mod:`.planning.scan`, :mod:`.planning.plan`).
+  read (:mod:`.planning.scan`, :mod:`.planning.layout`).
 * :mod:`.conversion`: running it (:mod:`.conversion.convert`,
   :mod:`.conversion.request`, :mod:`.conversion.outdir`,
   :mod:`.conversion.pack`, :mod:`.conversion.schedule`, :mod:`.conversion.jobs`,

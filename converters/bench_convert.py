@@ -47,7 +47,7 @@ def bench_convert(src: str, out: str, fmt: str, workers: int, resize: int | None
     # imported here: a bench run may end (or be interrupted) before its first conversion
     from .conversion.convert import ConvertRequest, convert
     from .conversion.pack import RunOptions
-    from .planning.plan import PlanOptions
+    from .planning.layout import PlanOptions
 
     if restart_markers is None:
         from fastdata.decode import native_available

@@ -207,7 +207,7 @@ def _restart_markers(asked: bool | None, quiet: bool) -> bool:
 def _run_convert(args: argparse.Namespace) -> int:
     from .conversion.convert import ConvertRequest, convert
     from .conversion.pack import RunOptions
-    from .planning.plan import DEFAULT_SHARD_BYTES, PlanOptions
+    from .planning.layout import DEFAULT_SHARD_BYTES, PlanOptions
     from .planning.scan import DEFAULT_EXTENSIONS, normalize_extensions
     from .workers.parallel import available_cpus
 

@@ -66,15 +66,7 @@ def read_shards(path: Any, *, seed: int | None = None, epoch: int = 0, rank: int
     if tasks is not None and tasks < 1:
         raise ConfigError(f"read_shards: tasks must be at least 1, got {tasks}")
     dataset = open_dataset(path, transform=transform, **dataset_options)
-    if seed is None:
-        keys: list[Any] = list(range(len(dataset)))
-        cuts = _shard_cuts(dataset, tasks)
-    else:
-        sampler = ShardedSampler(len(dataset), seed=seed, epoch=epoch, rank=rank, world_size=world_size, keys=True)
-        keys = list(sampler)
-        count = tasks or min(200, max(1, len(_counts(dataset))))
-        cuts = [round(k * len(keys) / count) for k in range(count + 1)]
-    runs = [(a, b) for a, b in itertools.pairwise(cuts) if b > a]
+    keys, runs = _read_runs(dataset, seed, epoch, rank, world_size, tasks)
 
     class _Shards(Datasource):
         def estimate_inmemory_data_size(self) -> int | None:
@@ -90,6 +82,22 @@ def read_shards(path: Any, *, seed: int | None = None, epoch: int = 0, rank: int
                     for a, b in runs]
 
     return read_datasource(_Shards(), override_num_blocks=len(runs))
+
+
+def _read_runs(dataset: Any, seed: int | None, epoch: int, rank: int, world_size: int,
+               tasks: int | None) -> tuple[list[Any], list[tuple[int, int]]]:
+    """The keys to read, in order, and the (start, stop) run of them each read
+    task takes (see :func:`read_shards`'s ``seed`` and ``tasks``)."""
+    if seed is None:
+        keys: list[Any] = list(range(len(dataset)))
+        cuts = _shard_cuts(dataset, tasks)
+    else:
+        sampler = ShardedSampler(len(dataset), seed=seed, epoch=epoch, rank=rank, world_size=world_size, keys=True)
+        keys = list(sampler)
+        count = tasks or min(200, max(1, len(_counts(dataset))))
+        cuts = [round(k * len(keys) / count) for k in range(count + 1)]
+    runs = [(a, b) for a, b in itertools.pairwise(cuts) if b > a]
+    return keys, runs
 
 
 def _shard_cuts(dataset: Any, tasks: int | None) -> list[int]:

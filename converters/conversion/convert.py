@@ -36,7 +36,7 @@ from fastdata.formats.manifest import Manifest
 
 from ..output import state
 from ..output.record import ShardRecord
-from ..planning.plan import Plan, ShardPlan
+from ..planning.layout import Plan, ShardPlan
 from .outdir import check_nesting, load_or_make_plan
 from .pack import write_shards
 from .report import Progress, Summary

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..output import state
 from ..output.record import ShardRecord
-from ..planning.plan import Plan, ShardPlan
+from ..planning.layout import Plan, ShardPlan
 from .normalize import EncodeOptions
 from .tail import Task
 from .work import ItemRange, JoinJob, Piece, ShardJob

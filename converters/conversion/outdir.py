@@ -15,7 +15,7 @@ from fastdata.errors import ConfigError, FastDataError
 from fastdata.formats import registry
 
 from ..output import state
-from ..planning.plan import Plan, PlanOptions, make_plan
+from ..planning.layout import Plan, PlanOptions, make_plan
 from ..planning.scan import ScanResult, SkippedFile, scan_folder, scan_list
 from .request import ConvertRequest
 

@@ -29,7 +29,7 @@ from fastdata.formats import registry
 
 from ..output import state
 from ..output.record import ShardRecord
-from ..planning.plan import Plan, ShardPlan
+from ..planning.layout import Plan, ShardPlan
 from .jobs import JobMaker
 from .schedule import Finish, ShardScheduler
 from .tail import MIN_PIECE_BYTES, Tail, Task, tail_start

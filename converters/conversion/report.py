@@ -9,7 +9,7 @@ from collections import Counter
 from typing import Any, TextIO
 
 from ..output.record import ShardRecord
-from ..planning.plan import Plan
+from ..planning.layout import Plan
 from ..units import format_bytes
 
 SHOW_IGNORED = 10  # ignored files listed by name in the summary; the rest are counted

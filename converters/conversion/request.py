@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..planning.plan import PlanOptions
+from ..planning.layout import PlanOptions
 from ..planning.scan import DEFAULT_EXTENSIONS
 from .pack import RunOptions
 

@@ -20,7 +20,7 @@ from fastdata.errors import FastDataError
 
 from ..output import state
 from ..output.record import ShardRecord
-from ..planning.plan import Plan, ShardPlan
+from ..planning.layout import Plan, ShardPlan
 from ..workers.parallel import worker_pool
 from ..workers.pool import Outcome, Pool, WorkerDied
 from .jobs import JobMaker

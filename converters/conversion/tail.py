@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..planning.plan import ShardPlan
+from ..planning.layout import ShardPlan
 from ..planning.scan import ITEM_SIZE
 
 #: Smallest piece a shard is cut into: below it, a task's start and its share of the join cost more than the balance buys.

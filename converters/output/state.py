@@ -31,7 +31,7 @@ from fastdata.formats.dataset_writer import written_files
 from fastdata.formats.manifest import MANIFEST_NAME, Manifest
 from fastdata.formats.sample import ShardInfo
 
-from ..planning.plan import PLAN_NAME, Plan, ShardPlan
+from ..planning.layout import PLAN_NAME, Plan, ShardPlan
 from .record import ShardRecord
 
 STATE_DIR = ".fastdata-state"

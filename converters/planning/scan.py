@@ -135,24 +135,7 @@ def scan_folder(
     extensions = normalize_extensions(extensions)
     _check_source_dir(root)
     result = ScanResult(root=root, classes=[], items=[])
-    with os.scandir(root) as entries:
-        listing = sorted(entries, key=lambda e: e.name)
-    for entry in listing:
-        full = os.path.join(root, entry.name)
-        if entry.is_dir():
-            if entry.name.startswith("."):
-                result.ignored.append((full, "hidden directory (not a class)"))
-            else:
-                result.classes.append(entry.name)
-        elif entry.name.startswith("."):
-            result.ignored.append((full, "hidden file"))
-        else:
-            result.ignored.append((full, "file directly under SRC (not inside a class folder)"))
-    if not result.classes:
-        raise ConfigError(
-            f"{root}: no class folders found; an ImageFolder source looks like SRC/<class>/<image> "
-            "(for custom labels use --list FILE --root DIR)"
-        )
+    _find_classes(root, result)
     empty = []
     with without_gc():
         listed = [_list_class(os.path.join(root, name), extensions) for name in result.classes]
@@ -176,6 +159,33 @@ def scan_folder(
             "change --exts, or pass --allow-empty-classes to keep their labels with no samples"
         )
     return result
+
+
+def _find_classes(root: str, result: ScanResult) -> None:
+    """SRC's own entries: its non-hidden subdirectories become ``result.classes``
+    (sorted), everything else goes to ``result.ignored`` with the reason.
+
+    Raises:
+        ConfigError: ``root`` holds no class folder.
+    """
+    with os.scandir(root) as entries:
+        listing = sorted(entries, key=lambda e: e.name)
+    for entry in listing:
+        full = os.path.join(root, entry.name)
+        if entry.is_dir():
+            if entry.name.startswith("."):
+                result.ignored.append((full, "hidden directory (not a class)"))
+            else:
+                result.classes.append(entry.name)
+        elif entry.name.startswith("."):
+            result.ignored.append((full, "hidden file"))
+        else:
+            result.ignored.append((full, "file directly under SRC (not inside a class folder)"))
+    if not result.classes:
+        raise ConfigError(
+            f"{root}: no class folders found; an ImageFolder source looks like SRC/<class>/<image> "
+            "(for custom labels use --list FILE --root DIR)"
+        )
 
 
 def _check_source_dir(root: str) -> None:

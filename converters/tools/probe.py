@@ -27,7 +27,7 @@ from fastdata.formats import (
 )
 
 from ..output.state import SPLIT_NAMES
-from ..planning.plan import PLAN_NAME
+from ..planning.layout import PLAN_NAME
 
 DATASET, SPLITS, SHARD = "dataset", "splits", "shard"
 

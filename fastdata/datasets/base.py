@@ -17,7 +17,7 @@ import torch.utils.data
 from ..errors import DecodeError, FastDataError, FormatError
 from ..formats import registry
 from ..order.generators import SampleKey, sample_scope
-from ..transforms.planning import Planner, planner_of
+from ..transforms.planner import Planner, planner_of
 from .imaging import Transform, build_item, is_decode_aware, normalize_label
 from .policy import DATA_ERRORS, SkipCounter, check_policy
 from .shardset import ShardSet
@@ -70,7 +70,7 @@ class MapDataset(SampleSettings, torch.utils.data.Dataset):
 
     def planner(self) -> Planner | None:
         """How this dataset's samples are planned when a loader executes them
-        itself (:mod:`fastdata.loading.planned`): the transform's ``plan``
+        itself (:mod:`fastdata.loading.sample_plans`): the transform's ``plan``
         when each sample is its stored bytes through that one crop, else None
         (then ``dataset[key]`` builds every sample). A subclass that builds
         samples another way than ``encoded`` + ``transform`` returns None."""

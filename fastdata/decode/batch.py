@@ -17,7 +17,7 @@ import numpy as np
 
 from .decoder import DEFAULT_MAX_PIXELS, check_pixels
 from .info import ImageInfo, is_jpeg
-from .native import cropdecode, plan
+from .native import cropdecode, decode_geometry
 
 Request = tuple[int, tuple[int, int, int, int], tuple[float, float, float, float], int, bool]
 
@@ -53,7 +53,7 @@ def batch_request(
     if info.format != "JPEG" or info.mode == "CMYK" or not is_jpeg(data):
         return None
     check_pixels(info, DEFAULT_MAX_PIXELS, name)
-    n, region, sub = plan(info, box, min_size, snap, name)
+    n, region, sub = decode_geometry(info, box, min_size, snap, name)
     return n, region, sub, info.orientation, bool(flip)
 
 

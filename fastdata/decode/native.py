@@ -105,7 +105,7 @@ def wants_native(backend: str) -> bool:
     return False
 
 
-def plan(
+def decode_geometry(
     info: ImageInfo, box: tuple[float, float, float, float] | None, min_size: Any, snap: bool, label: str
 ) -> tuple[int, tuple[int, int, int, int], tuple[float, float, float, float]]:
     """``(n, region, sub)`` for the extension: the 1/n decode, the stored-frame
@@ -118,7 +118,7 @@ def plan(
     o = info.orientation
     if o == 1 and _plain(box, info) and (min_size is None or _plain_size(min_size)):
         # Most photos: stored upright, a checked box. Skipping the validation
-        # and the frame changes saves most of a plan's time (the loader
+        # and the frame changes saves most of this call's time (the loader
         # threads' batch planning holds the GIL for it); the result is the same.
         stored = cast("tuple[float, float, float, float]", box)  # what _plain checked
         n = 1 if min_size is None else scale_denominator(stored[2], stored[3], min_size[0], min_size[1])
@@ -234,7 +234,7 @@ def decode_resized(
     if cropdecode is None or info.format != "JPEG" or info.mode == "CMYK" or not is_jpeg(data):
         return None
     check_pixels(info, max_pixels, label)
-    n, region, sub = plan(info, box, min_size, snap, label)
+    n, region, sub = decode_geometry(info, box, min_size, snap, label)
     if out is None:
         out = np.empty((size[0], size[1], 3), np.uint8)
     failed = cropdecode.decode_resized(data, out, n, region, sub, info.orientation, flip, max_pixels or 0)

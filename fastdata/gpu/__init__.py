@@ -2,7 +2,7 @@
 
 Workers only read: the encoded bytes, the label, and the crop's
 :class:`~fastdata.decode.plan.CropPlan`, drawn from the JPEG header's size by
-the same seeded transforms as the CPU path (:mod:`fastdata.gpu.plan`). A batch travels as one byte buffer with
+the same seeded transforms as the CPU path (:mod:`fastdata.gpu.samples`). A batch travels as one byte buffer with
 offsets (:mod:`fastdata.gpu.batch`). The main process decodes it with one
 batched call (:mod:`fastdata.gpu.backends`), then crops, resizes
 (antialiased), flips and normalises it with batched tensor ops
@@ -20,7 +20,7 @@ from ..loading.executors import register_executor
 from .backends import BACKENDS, CPUDecoder, Decoder, NvImageCodecDecoder, TorchvisionDecoder, gpu_backend
 from .batch import EncodedBatch, EncodedCollate
 from .executor import GPUExecutor, gpu_executor
-from .plan import Accepts, GPUSample, GPUSamples
+from .samples import Accepts, GPUSample, GPUSamples
 from .stage import GPUBatches
 
 register_executor("cuda", gpu_executor)

@@ -29,8 +29,8 @@ import torch
 from ..decode import decode
 from ..errors import ConfigError, MissingDependencyError
 from .nvimgcodec import NvImageCodecDecoder
-from .plan import Accepts
 from .probe import probe, probe_roi
+from .samples import Accepts
 
 __all__ = ["BACKENDS", "CPUDecoder", "Decoder", "NvImageCodecDecoder", "TorchvisionDecoder", "cuda_device", "gpu_backend"]
 

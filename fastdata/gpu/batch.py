@@ -16,8 +16,8 @@ from torch.utils.data import get_worker_info
 from ..errors import ConfigError
 from ..loading.collate import collate_targets
 from ..order.generators import SampleKey
-from .plan import GPUSample
 from .resample import window
+from .samples import GPUSample
 
 __all__ = ["EncodedBatch", "EncodedCollate"]
 

@@ -2,7 +2,7 @@
 
 Used where samples that could go to the GPU decoder are cropped on the CPU
 instead: the CPU share of a hybrid decode, in the workers
-(:class:`~fastdata.gpu.plan.GPUSamples`), and images the GPU decoder refused,
+(:class:`~fastdata.gpu.samples.GPUSamples`), and images the GPU decoder refused,
 in the main process (:mod:`fastdata.gpu.executor`). Either way the plans
 were drawn before (same boxes and flips) and one
 :func:`~fastdata.decode.batch.decode_batch` call crops them all with the GIL
@@ -21,7 +21,7 @@ from ..datasets.policy import DATA_ERRORS
 from ..decode import EncodedImage
 from ..decode.batch import Request, batch_available, batch_request, decode_batch
 from ..decode.native import wants_native
-from ..loading.planned import PlannedSample
+from ..loading.sample_plans import PlannedSample
 from ..transforms.base import Source
 
 __all__ = ["crop_batch"]

@@ -20,13 +20,13 @@ from ..errors import ConfigError, MissingDependencyError
 from ..loading.decode_choice import GPUDecode
 from ..loading.executors import DecodeRequest
 from ..loading.keyed import KeyedDataset
-from ..loading.planned import SamplePlans
+from ..loading.sample_plans import SamplePlans
 from ..loading.streamed import is_stream
 from ..order.generators import SampleKey, Seeding
 from .backends import CPUDecoder, Decoder, cuda_device, gpu_backend
 from .batch import EncodedCollate
 from .cpu_crops import crop_batch
-from .plan import GPUSamples, hwc, planned
+from .samples import GPUSamples, hwc, sample_plans
 from .share import CPUShare, ShareController
 from .stage import GPUBatches
 
@@ -150,7 +150,7 @@ def _build(settings: GPUDecode, request: DecodeRequest, device: torch.device) ->
     if request.collate_fn is not None:
         raise ConfigError("decode='cuda' collates encoded bytes itself: drop collate_fn (or use decode='cpu')")
     # refused before CUDA is touched: what the workers will plan
-    size = _output_size(planned(KeyedDataset(request.dataset, seeding=request.seeding, rank=request.rank)).transform)
+    size = _output_size(sample_plans(KeyedDataset(request.dataset, seeding=request.seeding, rank=request.rank)).transform)
     if device.type == "cuda":
         # the index now ("cuda" = the current device, set by then under torchrun); "auto" proves its decoder
         # with one tiny decode, which initialises CUDA here (the workers never use it)

@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError, MissingDependencyError
-from .plan import Accepts
+from .samples import Accepts
 
 __all__ = ["NvImageCodecDecoder"]
 

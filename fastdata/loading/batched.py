@@ -2,7 +2,7 @@
 
 With ``Workers(kind="threads")`` a batch is ``collate_fn([dataset[key] for
 key in keys])`` unless the samples are planned crops
-(:class:`~.planned.SamplePlans`: a fastdata dataset whose transform answers
+(:class:`~.sample_plans.SamplePlans`: a fastdata dataset whose transform answers
 ``plan``, per-sample seeding) collated by :class:`FastCollate`. Then each
 sample is read and planned while holding the GIL, and one C call decodes
 every sample straight into its slot of the batch with the GIL released
@@ -31,7 +31,7 @@ from ..decode.batch import Request, batch_available, batch_request, decode_batch
 from ..decode.native import wants_native
 from .clock import NO_CLOCK, StageClock
 from .collate import FastCollate, collate_targets, copy_image, empty_batch, image_source
-from .planned import PlannedSample, SamplePlans
+from .sample_plans import PlannedSample, SamplePlans
 
 __all__ = ["BatchedPlans"]
 

@@ -21,7 +21,7 @@ from ..decode.plan import CropPlan
 from .compose import Compose
 from .crop import CenterCrop, RandomResizedCrop, sample_resized_crop
 from .flip import RandomHorizontalFlip
-from .planning import Planner, planner_of
+from .planner import Planner, planner_of
 from .resampling import hflip, resize, resize_backend
 from .resizing import Resize, ResizedCenterCrop, resized_size
 

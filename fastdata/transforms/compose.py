@@ -13,7 +13,7 @@ from ..decode.plan import CropPlan
 from .base import Source, Transform, check_output, dct_min_size, to_output
 from .crop import CenterCrop, RandomResizedCrop
 from .flip import RandomHorizontalFlip
-from .planning import planner_of
+from .planner import planner_of
 from .resizing import Resize, ResizedCenterCrop
 
 

@@ -130,7 +130,7 @@ def test_shards_cut_into_pieces_join_to_the_same_bytes(edge_images, tmp_path, ca
 
 
 def _shards_of(counts, size=1 << 20):
-    from fastdata.converters.planning.plan import ShardPlan
+    from fastdata.converters.planning.layout import ShardPlan
     from fastdata.converters.planning.scan import SourceItem
 
     return [

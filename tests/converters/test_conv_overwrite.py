@@ -7,7 +7,7 @@ import json
 import pytest
 from convkit import make_folder, manifest_json, run_cli, tree
 
-from fastdata.converters.planning.plan import PLAN_NAME
+from fastdata.converters.planning.layout import PLAN_NAME
 from fastdata.formats import registry
 
 

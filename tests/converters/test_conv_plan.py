@@ -6,7 +6,7 @@ import dataclasses
 import json
 
 import pytest
-from fastdata.converters.planning.plan import PLAN_VERSION, Plan, PlanOptions, make_plan
+from fastdata.converters.planning.layout import PLAN_VERSION, Plan, PlanOptions, make_plan
 from fastdata.converters.planning.scan import ScanResult, SourceItem
 
 from fastdata.errors import ConfigError, ManifestError

@@ -8,7 +8,7 @@ from collections import Counter
 from convkit import make_folder
 from fastdata.converters.output import state
 from fastdata.converters.output.record import ShardRecord
-from fastdata.converters.planning.plan import PlanOptions, make_plan
+from fastdata.converters.planning.layout import PlanOptions, make_plan
 from fastdata.converters.planning.scan import scan_folder
 
 from fastdata.formats.sample import ShardInfo

@@ -15,7 +15,7 @@ from convkit import jpeg, make_folder, run_cli, tree
 from fastdata.converters.conversion.work import TEST_DELAY_VARIABLE
 from fastdata.converters.output import state as conv_state
 from fastdata.converters.output.state import STATE_DIR
-from fastdata.converters.planning.plan import Plan, PlanOptions, make_plan
+from fastdata.converters.planning.layout import Plan, PlanOptions, make_plan
 from fastdata.converters.planning.scan import ScanResult, SourceItem
 from fastdata.formats import registry
 

@@ -10,7 +10,7 @@ import pytest
 from convkit import jpeg, make_folder, manifest_json, run_cli
 from fastdata.converters.conversion.convert import SOURCES_FILE, _write_sources
 from fastdata.converters.output.record import ShardRecord
-from fastdata.converters.planning.plan import PlanOptions, make_plan
+from fastdata.converters.planning.layout import PlanOptions, make_plan
 from fastdata.converters.planning.scan import ScanResult, SourceItem
 from PIL import Image
 

@@ -16,7 +16,7 @@ from fastdata import Workers, make_loader
 from fastdata.errors import ConfigError
 from fastdata.gpu import CPUDecoder, GPUDecode
 from fastdata.gpu import executor as executor_module
-from fastdata.gpu import plan as plan_module
+from fastdata.gpu import samples as samples_module
 from fastdata.gpu.share import BatchCost, CPUShare, ShareController, balancing_share
 
 from ._photos import hymenoptera  # noqa: F401 - the fixture
@@ -109,13 +109,13 @@ class _Timed(CPUDecoder):
 
 def test_through_a_loader_the_share_settles_near_the_balance_of_decoders_of_known_cost(hymenoptera, monkeypatch):
     g, c, workers = 0.02, 0.06, 2
-    real = plan_module.crop_batch
+    real = samples_module.crop_batch
 
     def slow_crop(samples, size, backend="auto"):  # the CPU side at a known cost per image
         time.sleep(c * len(samples))
         return real(samples, size, backend)
 
-    monkeypatch.setattr(plan_module, "crop_batch", slow_crop)
+    monkeypatch.setattr(samples_module, "crop_batch", slow_crop)
     dataset = photos(hymenoptera, train_transform(32), count=64)
     loader = _loader(dataset, 8, "auto", seed=0, workers=Workers(workers, kind="threads"), gpu={"backend": _Timed(g)})
     seen = []

@@ -15,7 +15,7 @@ import torch
 from fastdata import Prefetch, make_loader
 from fastdata.decode import read_info
 from fastdata.gpu import CPUDecoder, GPUDecode, backends
-from fastdata.gpu.plan import Accepts
+from fastdata.gpu.samples import Accepts
 from fastdata.gpu.probe import JPEG, probe
 
 from ._photos import hymenoptera  # noqa: F401 - the fixture

@@ -41,7 +41,7 @@ def test_a_shuffled_plan_does_not_import_numpy(tmp_path):
         (tmp_path / "a" / f"{i}.jpg").write_bytes(b"\xff\xd8" + bytes([i]) * 100)
     code = (
         "import sys\n"
-        "from fastdata.converters.planning.plan import PlanOptions, make_plan\n"
+        "from fastdata.converters.planning.layout import PlanOptions, make_plan\n"
         "from fastdata.converters.planning.scan import scan_folder\n"
         f"plan = make_plan(scan_folder({str(tmp_path)!r}), PlanOptions(format='recordio', shuffle=True), {{}})\n"
         "print(len(plan.shards[0].items), 'numpy' in sys.modules)\n"

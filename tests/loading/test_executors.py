@@ -18,7 +18,7 @@ from fastdata.decode.plan import CropPlan
 from fastdata.formats import Sample
 from fastdata.formats.dataset_writer import write_dataset
 from fastdata.gpu import CPUDecoder, EncodedCollate, GPUBatches, GPUSample
-from fastdata.gpu.plan import _snapped
+from fastdata.gpu.samples import _snapped
 from fastdata.transforms.base import Source, dct_min_size
 
 pytestmark = pytest.mark.skipif(not native.native_available(), reason="compiled crop decoder not built")

@@ -2,7 +2,7 @@
 let the transform plan the crop, and hand over the still-encoded bytes with
 their :class:`~fastdata.decode.plan.CropPlan`.
 
-Planning is the one made for every executor (:mod:`fastdata.loading.planned`):
+Planning is the one made for every executor (:mod:`fastdata.loading.sample_plans`):
 the same draws, from the same stream, in the same order as the CPU path, so
 every sample's box and flip equal the CPU path's for the same seed. Images
 the GPU decoder does not take (not JPEG, CMYK/YCCK, progressive, an EXIF
@@ -25,11 +25,11 @@ from torch.utils.data import Dataset
 from ..datasets.policy import DATA_ERRORS
 from ..decode import EncodedImage
 from ..decode.info import ImageInfo
-from ..decode.native import plan as native_plan
+from ..decode.native import decode_geometry
 from ..decode.plan import CropPlan
 from ..errors import ConfigError
 from ..loading.keyed import KeyedDataset
-from ..loading.planned import PlannedSample, SamplePlans
+from ..loading.sample_plans import PlannedSample, SamplePlans
 from ..transforms.base import Source
 from .cpu_crops import crop_batch
 from .share import CPUShare
@@ -128,7 +128,7 @@ class GPUSamples(Dataset):
     clock: Any = None  # set by the loader: its workers' stage times (Loader.stats)
 
     def __init__(self, keyed: KeyedDataset, accepts: Accepts, share: CPUShare | None = None) -> None:
-        plans = planned(keyed)
+        plans = sample_plans(keyed)
         self.plans, self.keyed, self.accepts, self.share = plans, keyed, accepts, share
         self.backend = getattr(plans.transform, "backend", "auto")
 
@@ -216,7 +216,7 @@ def _untimed(name: str) -> Any:
     return _UNTIMED
 
 
-def planned(keyed: KeyedDataset) -> SamplePlans:
+def sample_plans(keyed: KeyedDataset) -> SamplePlans:
     """The plan half of ``keyed``'s samples.
 
     Raises:
@@ -242,7 +242,7 @@ def _snapped(info: ImageInfo, plan: CropPlan, name: str) -> Box:
     """The plan's box with its edges where the CPU executor's DCT-scaled decode
     puts them (whole pixels at 1/n), in full-size pixels, so both executors
     resample the same part of the image."""
-    n, (y, x, h, w), _ = native_plan(info, plan.box, plan.min_size, True, name)
+    n, (y, x, h, w), _ = decode_geometry(info, plan.box, plan.min_size, True, name)
     top, left = y * n, x * n
     bottom, right = min((y + h) * n, info.height), min((x + w) * n, info.width)
     return float(top), float(left), float(bottom - top), float(right - left)

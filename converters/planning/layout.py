@@ -1,4 +1,4 @@
-"""The conversion plan: which file goes into which split, in which order, in which shard.
+"""The conversion's layout (its plan): which file goes into which split, in which order, in which shard.
 
 Everything that decides the output bytes is fixed here, before any image is
 read, from the scan and the options alone (file sizes stand in for output

@@ -1,4 +1,4 @@
-"""Bit-identity guard: decode.native.plan's shortcut for upright images with
+"""Bit-identity guard: decode.native.decode_geometry's shortcut for upright images with
 plain boxes (no validation, no frame changes) gives what its general path gives."""
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ def test_shortcut_matches_general_path(min_size, snap):
         info = ImageInfo(height, width, "JPEG")
         for box in _boxes(rs, height, width):
             assert native._plain(box, info)
-            fast = native.plan(info, box, min_size, snap, "x")
+            fast = native.decode_geometry(info, box, min_size, snap, "x")
             # a list box and a list min_size take the general path
-            general = native.plan(info, list(box), None if min_size is None else list(min_size), snap, "x")
+            general = native.decode_geometry(info, list(box), None if min_size is None else list(min_size), snap, "x")
             assert repr(fast) == repr(general), (height, width, box)
 
 
@@ -37,7 +37,7 @@ def test_rotated_and_outside_boxes_take_the_general_path():
     assert not native._plain((0, 0, 10, 10), ImageInfo(5, 5, "JPEG"))
     assert not native._plain((np.int64(0), 0, 1, 1), ImageInfo(5, 5, "JPEG"))
     with pytest.raises(Exception, match="does not lie inside"):
-        native.plan(ImageInfo(5, 5, "JPEG"), (0, 0, 10, 10), None, True, "x")
+        native.decode_geometry(ImageInfo(5, 5, "JPEG"), (0, 0, 10, 10), None, True, "x")
     rotated = ImageInfo(500, 375, "JPEG", orientation=6)
-    assert native.plan(rotated, (10, 20, 100, 50), (30, 30), True, "x") == \
-        native.plan(rotated, [10, 20, 100, 50], [30, 30], True, "x")
+    assert native.decode_geometry(rotated, (10, 20, 100, 50), (30, 30), True, "x") == \
+        native.decode_geometry(rotated, [10, 20, 100, 50], [30, 30], True, "x")
