@@ -25,30 +25,33 @@ from .quiet import held_back_warnings
 from .targets import decode_aware_row
 
 
+_DESCRIPTION = [
+    (
+        "Time fastdata against torchvision's recipe (a PIL stand-in doing the same work, labelled as such, when "
+        "torchvision is not installed) and DALI's CPU pipeline (when installed), interleaved in one run, on this "
+        "machine."
+    ),
+    (
+        "The default grid (about a minute on 2 cores): training and evaluation; the baseline, then fastdata's "
+        "defaults (make_loader, decode-aware transforms) over the image folder and over its RecordIO and TFRecord "
+        "conversions, and DALI CPU over RecordIO (training). --full times everything (several minutes): every "
+        "format, the same PIL transforms through fastdata, the pytorch/examples recipe, the other kind of workers, "
+        "the decode limit, DALI per source and for evaluation, shards stored --resize'd and --passthrough, raw "
+        "record reads and conversion speed."
+    ),
+    (
+        "With no SRC it generates a set of photo-like JPEGs once (cached). Results: a table on stdout and "
+        "results.json/.txt/.png in --out, with the machine and versions."
+    ),
+]
+"""The help's description, one paragraph an item (filled to 100 columns)."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    paragraphs = [
-        (
-            "Time fastdata against torchvision's recipe (a PIL stand-in doing the same work, labelled as such, when "
-            "torchvision is not installed) and DALI's CPU pipeline (when installed), interleaved in one run, on this "
-            "machine."
-        ),
-        (
-            "The default grid (about a minute on 2 cores): training and evaluation; the baseline, then fastdata's "
-            "defaults (make_loader, decode-aware transforms) over the image folder and over its RecordIO and TFRecord "
-            "conversions, and DALI CPU over RecordIO (training). --full times everything (several minutes): every "
-            "format, the same PIL transforms through fastdata, the pytorch/examples recipe, the other kind of workers, "
-            "the decode limit, DALI per source and for evaluation, shards stored --resize'd and --passthrough, raw "
-            "record reads and conversion speed."
-        ),
-        (
-            "With no SRC it generates a set of photo-like JPEGs once (cached). Results: a table on stdout and "
-            "results.json/.txt/.png in --out, with the machine and versions."
-        ),
-    ]
     p = argparse.ArgumentParser(
         prog="fastdata bench",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="\n\n".join(textwrap.fill(x, 100) for x in paragraphs),
+        description="\n\n".join(textwrap.fill(x, 100) for x in _DESCRIPTION),
     )
     p.add_argument("src", nargs="?", help="an ImageFolder tree (SRC/<class>/<image>) or a converted directory "
                                           "(then only raw reads are timed); default: the generated set")
@@ -56,6 +59,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="time the full grid (every group, format and variant; several minutes) instead of the "
                         "default grid (the comparison above, about a minute)")
     p.add_argument("--out", default="bench-results", help="where results.json/.txt/.png go (default: %(default)s)")
+    _add_timing_options(p)
+    _add_grid_options(p)
+    p.add_argument("--images", type=int, default=240, help="size of the generated default set (default: %(default)s)")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke run: tiny set, one round, no warm-up, short passes (seconds; its figures mean nothing)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress or notes on stderr: only the results (stdout) and the files")
+    return p
+
+
+def _add_timing_options(p: argparse.ArgumentParser) -> None:
+    """How each variant is timed: workers, batch size, rounds, warm-up, pass length."""
     p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                    help="DataLoader workers for every pipeline, and DALI's threads (default: min(2, CPUs), "
                         "here %(default)s)")
@@ -72,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pass-images", type=int, default=0, metavar="N",
                    help="a timed pipeline pass also reads at least N images (default: %(default)s: "
                         "--pass-seconds alone decides)")
+
+
+def _add_grid_options(p: argparse.ArgumentParser) -> None:
+    """Which groups, formats and variants are timed."""
     p.add_argument("--groups", default=None,
                    help="comma list of train,eval,read,convert: which groups to time (default: train,eval; "
                         "with --full all four)")
@@ -86,12 +105,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also time RecordIO shards converted with --passthrough (JPEGs byte for byte, no restart "
                         "markers) beside the default conversion; only where the compiled decoder makes restart "
                         "markers the default (default: off; with --full on)")
-    p.add_argument("--images", type=int, default=240, help="size of the generated default set (default: %(default)s)")
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: tiny set, one round, no warm-up, short passes (seconds; its figures mean nothing)")
-    p.add_argument("--quiet", action="store_true",
-                   help="no progress or notes on stderr: only the results (stdout) and the files")
-    return p
 
 
 def main(argv: Sequence[str] | None = None, *, convert: suite.Convert | None = None) -> int:

@@ -206,36 +206,7 @@ class Manifest:
                 manifest, a version this fastdata does not read, a field of
                 the wrong type, or content that does not match its checksum.
         """
-        if isinstance(text, (bytes, bytearray)):
-            try:
-                text = bytes(text).decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ManifestError(f"{source}: not UTF-8 text (byte {exc.start} is damaged); {_FIX}", damaged=True) from None
-        try:
-            doc = json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            raise ManifestError(f"{source}: not valid JSON ({exc}); {_FIX}", damaged=True) from None
-        if not isinstance(doc, dict):
-            raise ManifestError(f"{source}: expected a JSON object; {_FIX}", damaged=True)
-        if "manifest_version" not in doc:
-            raise ManifestError(f"{source}: not a fastdata manifest (it has no manifest_version field)", damaged=True)
-        version = doc.get("manifest_version")
-        if type(version) is not int or version not in READS_VERSIONS:
-            raise ManifestError(
-                f"{source}: manifest_version {version!r} is not supported by fastdata {__version__} "
-                f"(it reads versions {', '.join(map(str, READS_VERSIONS))}); upgrade fastdata or re-convert the dataset"
-            )
-        unknown = sorted(set(doc) - _FIELDS)
-        if unknown:
-            raise ManifestError(f"{source}: unknown field(s) {', '.join(map(repr, unknown))} (damaged?); {_FIX}", damaged=True)
-        if "checksum" in doc or version >= 2:
-            stored = doc.pop("checksum", None)
-            if stored != _checksum(doc):
-                raise ManifestError(
-                    f"{source}: its content does not match its checksum ({stored!r}): the manifest was edited or "
-                    f"damaged after conversion; {_FIX}",
-                    damaged=True,
-                )
+        doc = _document(text, source)
         try:
             m = cls(
                 format=_typed(doc["format"], str, "format"),
@@ -248,17 +219,7 @@ class Manifest:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ManifestError(f"{source}: missing or malformed field ({exc}); {_FIX}", damaged=True) from None
-        sizes = m.extra.get(SIZES_EXTRA, {})
-        if not isinstance(sizes, dict) or any(type(v) is not int or v < 0 for v in sizes.values()):
-            raise ManifestError(f"{source}: extra.{SIZES_EXTRA} should map file names to byte counts; {_FIX}",
-                                damaged=True)
-        if "num_samples" in doc and doc["num_samples"] != m.num_samples:
-            raise ManifestError(
-                f"{source}: num_samples {doc['num_samples']} disagrees with the shard record counts ({m.num_samples})",
-                damaged=True,
-            )
-        if "class_to_idx" in doc and doc["class_to_idx"] != m.class_to_idx:
-            raise ManifestError(f"{source}: class_to_idx disagrees with classes; {_FIX}", damaged=True)
+        _check_totals(m, doc, source)
         m.check_names(source)
         return m
 
@@ -363,3 +324,55 @@ def source_at(sources_file: str | os.PathLike[str] | None, index: int) -> str | 
     except (OSError, ValueError):
         pass  # only decoration for a message
     return None
+
+
+def _document(text: str | bytes, source: str) -> dict[str, Any]:
+    """A manifest's text parsed into its JSON object, its version supported,
+    its fields known and its checksum matched (the checksum field removed)."""
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ManifestError(f"{source}: not UTF-8 text (byte {exc.start} is damaged); {_FIX}", damaged=True) from None
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ManifestError(f"{source}: not valid JSON ({exc}); {_FIX}", damaged=True) from None
+    if not isinstance(doc, dict):
+        raise ManifestError(f"{source}: expected a JSON object; {_FIX}", damaged=True)
+    if "manifest_version" not in doc:
+        raise ManifestError(f"{source}: not a fastdata manifest (it has no manifest_version field)", damaged=True)
+    version = doc.get("manifest_version")
+    if type(version) is not int or version not in READS_VERSIONS:
+        raise ManifestError(
+            f"{source}: manifest_version {version!r} is not supported by fastdata {__version__} "
+            f"(it reads versions {', '.join(map(str, READS_VERSIONS))}); upgrade fastdata or re-convert the dataset"
+        )
+    unknown = sorted(set(doc) - _FIELDS)
+    if unknown:
+        raise ManifestError(f"{source}: unknown field(s) {', '.join(map(repr, unknown))} (damaged?); {_FIX}", damaged=True)
+    if "checksum" in doc or version >= 2:
+        stored = doc.pop("checksum", None)
+        if stored != _checksum(doc):
+            raise ManifestError(
+                f"{source}: its content does not match its checksum ({stored!r}): the manifest was edited or "
+                f"damaged after conversion; {_FIX}",
+                damaged=True,
+            )
+    return doc
+
+
+def _check_totals(m: Manifest, doc: dict[str, Any], source: str) -> None:
+    """The totals a manifest repeats (sizes, num_samples, class_to_idx) agree
+    with what it was built from."""
+    sizes = m.extra.get(SIZES_EXTRA, {})
+    if not isinstance(sizes, dict) or any(type(v) is not int or v < 0 for v in sizes.values()):
+        raise ManifestError(f"{source}: extra.{SIZES_EXTRA} should map file names to byte counts; {_FIX}",
+                            damaged=True)
+    if "num_samples" in doc and doc["num_samples"] != m.num_samples:
+        raise ManifestError(
+            f"{source}: num_samples {doc['num_samples']} disagrees with the shard record counts ({m.num_samples})",
+            damaged=True,
+        )
+    if "class_to_idx" in doc and doc["class_to_idx"] != m.class_to_idx:
+        raise ManifestError(f"{source}: class_to_idx disagrees with classes; {_FIX}", damaged=True)
