@@ -42,30 +42,27 @@ def segments(data: bytes | bytearray, *, only: frozenset[int] | None = None, res
              name: str | None = None) -> Iterator[tuple[int, int, int]]:
     """Yield ``(marker, start, end)`` for each marker segment after SOI, up to and including the first SOS.
 
-    ``data[start:end]`` is the segment's payload, after its two length bytes
-    (offsets, not slices: an EXIF or ICC segment can be tens of kilobytes).
-    A standalone marker (TEM, RSTn, SOI) has ``start == end``. After the SOS,
-    ``end`` is the first byte of entropy-coded data and the walk stops. Fill
-    bytes (``0xFF`` repeated before a marker) are skipped.
+    ``data[start:end]`` is the segment's payload, after its two length bytes (offsets, not slices: an
+    EXIF or ICC segment can be tens of kilobytes). A standalone marker (TEM, RSTn, SOI) has
+    ``start == end``. After the SOS, ``end`` is the first byte of entropy-coded data and the walk
+    stops. Fill bytes (``0xFF`` repeated before a marker) are skipped.
 
     Args:
         data: the whole file.
-        only: yield only these markers (every segment is still walked and
-            checked); ``None``, every one. On the hot path of ``read_info``
-            this saves most of the cost of a generator.
-        resync: skip junk between segments to the next ``0xFF``, as libjpeg
-            does (with a warning); otherwise junk is an error.
+        only: yield only these markers (every segment is still walked and checked); ``None``,
+            every one. On the hot path of ``read_info`` this saves most of the cost of a generator.
+        resync: skip junk between segments to the next ``0xFF``, as libjpeg does (with a
+            warning); otherwise junk is an error.
         name: what the caller calls the image, for error messages.
 
     Raises:
-        DecodeError: naming the offset, when the data does not start with SOI,
-            has junk between segments (``resync=False``), reaches EOI before any
-            scan, ends inside a marker or its length field, or has a segment
-            length under 2 or past the end of the data.
+        DecodeError: naming the offset, when the data does not start with SOI, has junk between
+            segments (``resync=False``), reaches EOI before any scan, ends inside a marker or its
+            length field, or has a segment length under 2 or past the end of the data.
     """
     n = len(data)
     if n < 2 or data[0] != 0xFF or data[1] != 0xD8:
-        raise DecodeError(f"{name or 'JPEG bytes'}: not a JPEG: no start-of-image marker (FF D8) at offset 0")
+        raise _error(name, "not a JPEG: no start-of-image marker (FF D8) at offset 0")
     wanted = _EVERY if only is None else only
     no_length = _NO_LENGTH  # a local: read_info walks a dozen segments per call
     pos = 2
@@ -74,40 +71,54 @@ def segments(data: bytes | bytearray, *, only: frozenset[int] | None = None, res
             marker = data[pos + 1]
             pos += 2
         elif pos < n and data[pos] != 0xFF:
-            if not resync:
-                raise DecodeError(
-                    f"{name or 'JPEG bytes'}: byte 0x{data[pos]:02X} at offset {pos} where a JPEG marker should start "
-                    "(junk between segments)")
-            pos = data.find(b"\xff", pos)
-            if pos < 0:
-                pos = n
+            pos = _past_junk(data, pos, resync, name)
             continue
         else:
-            raise DecodeError(f"{name or 'JPEG bytes'}: the data ends at offset {n}, inside the JPEG header "
-                              "before the first scan (truncated)")
+            raise _error(name, f"the data ends at offset {n}, inside the JPEG header before the first scan "
+                               "(truncated)")
         if marker == 0xFF:  # a fill byte: the marker is further on
             pos -= 1
             continue
         if marker in no_length:
             if marker == EOI:
-                raise DecodeError(f"{name or 'JPEG bytes'}: end-of-image marker at offset {pos - 2} "
-                                  "before any scan: the file holds no image data")
+                raise _error(name, f"end-of-image marker at offset {pos - 2} before any scan: "
+                                   "the file holds no image data")
             if marker in wanted:
                 yield marker, pos, pos
             continue
         if pos + 2 > n:
-            raise DecodeError(f"{name or 'JPEG bytes'}: the data ends at offset {n}, inside the length of "
-                              f"JPEG marker 0x{marker:02X} (truncated)")
+            raise _error(name, f"the data ends at offset {n}, inside the length of JPEG marker 0x{marker:02X} "
+                               "(truncated)")
         start = pos + 2
         end = pos + ((data[pos] << 8) | data[pos + 1])
-        if end < start:
-            raise DecodeError(f"{name or 'JPEG bytes'}: JPEG marker 0x{marker:02X} at offset {pos - 2} gives "
-                              f"segment length {end - pos}, less than its own 2 length bytes")
-        if end > n:
-            raise DecodeError(f"{name or 'JPEG bytes'}: JPEG marker 0x{marker:02X} at offset {pos - 2} gives a "
-                              f"segment that runs {end - n} bytes past the end of the {n}-byte data (truncated)")
+        if end < start or end > n:
+            raise _bad_length(name, marker, pos - 2, end - pos, n)
         if marker in wanted:
             yield marker, start, end
         if marker == SOS:
             return
         pos = end
+
+
+def _error(name: str | None, problem: str) -> DecodeError:
+    """The error :func:`segments` raises: the image's name (or "JPEG bytes"), then the problem."""
+    return DecodeError(f"{name or 'JPEG bytes'}: {problem}")
+
+
+def _past_junk(data: bytes | bytearray, pos: int, resync: bool, name: str | None) -> int:
+    """Where the walk goes on after junk at ``pos`` (a byte that is not 0xFF where a
+    marker should start): the next 0xFF, or the end; an error unless ``resync``."""
+    if not resync:
+        raise _error(name, f"byte 0x{data[pos]:02X} at offset {pos} where a JPEG marker should start "
+                           "(junk between segments)")
+    pos = data.find(b"\xff", pos)
+    return len(data) if pos < 0 else pos
+
+
+def _bad_length(name: str | None, marker: int, at: int, length: int, n: int) -> DecodeError:
+    """The error for a segment at offset ``at`` whose ``length`` is under 2 or runs past the ``n`` bytes."""
+    if length < 2:
+        return _error(name, f"JPEG marker 0x{marker:02X} at offset {at} gives segment length {length}, "
+                            "less than its own 2 length bytes")
+    return _error(name, f"JPEG marker 0x{marker:02X} at offset {at} gives a segment that runs "
+                        f"{at + 2 + length - n} bytes past the end of the {n}-byte data (truncated)")
