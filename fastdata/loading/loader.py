@@ -13,7 +13,7 @@ from torch.utils.data import DataLoader
 
 from ..errors import ConfigError
 from ..order.generators import Seeding
-from ..order.progress import Pass, unread_after
+from ..order.progress import Order, Pass, unread_after
 from ..order.unread import Unread
 from ..remote import hooks as remote_hooks
 from .executors import Stage
@@ -21,7 +21,6 @@ from .sampler import ShardedSampler
 from .seeding import WorkerSeeder
 from .state import LoaderState, dataset_digest
 from .stats import LoaderStats, LoaderTiming
-from .streamed import StreamFeed
 from .threaded import ThreadedBatches
 
 __all__ = ["Loader"]
@@ -37,9 +36,9 @@ class Loader:
     is the same on every rank and loads into a job of any size.
     """
 
-    def __init__(self, dataloader: DataLoader | ThreadedBatches, order: ShardedSampler | StreamFeed, seeder: WorkerSeeder,
+    def __init__(self, dataloader: DataLoader | ThreadedBatches, order: Order, seeder: WorkerSeeder,
                  prefetcher: Stage | None, *, dataset: Any, seeding: Seeding, workers: str = "") -> None:
-        # order: the sampler of a map-style dataset, or the feed of a stream; same interface
+        # order: the sampler of a map-style dataset, or the feed of a stream
         self.dataloader, self.order, self.prefetcher = dataloader, order, prefetcher
         self.dataset, self.seeding, self._seeder = dataset, seeding, seeder
         self.workers = workers  # what the workers are and why ("2 threads (auto: ...)")

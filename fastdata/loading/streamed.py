@@ -37,9 +37,9 @@ def is_stream(dataset: Any) -> bool:
 class StreamFeed(torch.utils.data.IterableDataset):
     """What ``make_loader`` hands the DataLoader for a fastdata stream.
 
-    Offers the sampler's interface to :class:`~fastdata.loading.loader.Loader`
-    (``set_epoch``, ``set_unread``, ``seed``, ``rank``, ``world_size``,
-    ``length``, ``train``); the epoch and whether it is resumed live in
+    The loader's order for a stream (:class:`~fastdata.order.progress.Order`,
+    as :class:`~fastdata.loading.sampler.ShardedSampler` is for a map-style
+    dataset); the epoch and whether it is resumed live in
     shared memory, so they reach persistent workers. The unread positions
     themselves do not: set them before the workers start (the loader stops
     persistent workers when it loads a state).

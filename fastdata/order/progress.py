@@ -9,11 +9,55 @@ after the same step), and ranks read their part front to back.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from .partition import Deal, Remainder, rank_deal, sequence_length
 from .unread import Unread
 
-__all__ = ["Pass", "unread_after"]
+__all__ = ["Order", "Pass", "unread_after"]
+
+
+class Order(Protocol):
+    """What a loader takes as its order: one rank's reading sequence over an
+    epoch, which the loader moves to each epoch, limits to the unread
+    positions of a resumed pass, and describes in its state.
+
+    ``fastdata.loading.ShardedSampler`` (map-style: indices, ranks in turn)
+    and ``StreamFeed`` (streams: shards, ranks in contiguous runs) are the two.
+    """
+
+    rank: int
+    world_size: int
+    seed: int
+    train: bool
+
+    @property
+    def length(self) -> int:
+        """Samples in the whole epoch (all ranks)."""
+        ...
+
+    @property
+    def interleave(self) -> bool:
+        """Ranks take the positions in turn (True) or in contiguous runs."""
+        ...
+
+    @property
+    def remainder(self) -> Remainder: ...
+
+    @property
+    def window(self) -> int:
+        """The shuffle window the state must match (0: no windows)."""
+        ...
+
+    def set_epoch(self, epoch: int) -> None: ...
+
+    def set_unread(self, unread: Unread | None) -> None:
+        """Read only these positions of the epoch (None: all), until set again."""
+        ...
+
+    def __len__(self) -> int:
+        """Samples this rank reads in the current epoch."""
+        ...
 
 
 @dataclass(frozen=True)
