@@ -88,9 +88,7 @@ def image_and_label(rec: bytes) -> tuple[bytes, int] | None:
         else:
             n, s = _varint(rec, p + 1)
         e = s + n
-        if not rec.startswith(_IMAGE, s):
-            return None
-        q = _nested(rec, s + 16, e)
+        q = _nested(rec, s + 16, e) if rec.startswith(_IMAGE, s) else -1
         if q < 0:
             return None
         image = rec[q:e]
@@ -118,9 +116,7 @@ def image_and_label(rec: bytes) -> tuple[bytes, int] | None:
                 p = _long_entry(rec, p, head)
                 if p < 0:
                     return None
-        if p != end:
-            return None
-        return image, label
+        return (image, label) if p == end else None
     except (IndexError, FormatError):  # ran off the end, or a bad varint: not the fast layout
         return None
 
