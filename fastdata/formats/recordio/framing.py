@@ -145,47 +145,46 @@ def walk(buf, offset: int, limit: int, path: str, key: object = None) -> tuple[l
     pos = offset
     while True:
         if pos + HEADER_SIZE > limit:
-            raise FormatError(
-                f"truncated record: {limit - pos} bytes left where an 8-byte part header should be",
-                path=path, offset=pos, key=key, hint=_REBUILD_HINT,
-            )
+            raise _damaged(f"truncated record: {limit - pos} bytes left where an 8-byte part header should be",
+                           path, pos, key)
         magic, lrecord = HEADER.unpack_from(buf, pos)
         if magic != MAGIC:
-            raise FormatError(
-                f"bad magic word {magic:08x} (expected {MAGIC:08x}): not the start of a RecordIO record",
-                path=path, offset=pos, key=key,
-                hint=f"the .rec is damaged here (restore it or re-convert), or its .idx belongs to another .rec "
-                f"(rebuild the index: `fastdata index --force {path}`)",
-            )
+            raise _bad_magic(magic, path, pos, key)
         cflag, length = lrecord >> LENGTH_BITS, lrecord & LENGTH_MASK
         expected = (WHOLE, FIRST) if not spans else (MIDDLE, LAST)
         if cflag not in expected:
-            raise FormatError(
-                f"continuation flag {cflag} where {' or '.join(map(str, expected))} must follow "
-                f"(part {len(spans)} of the record)",
-                path=path, offset=pos, key=key, hint=_REBUILD_HINT,
-            )
+            raise _damaged(f"continuation flag {cflag} where {' or '.join(map(str, expected))} must follow "
+                           f"(part {len(spans)} of the record)", path, pos, key)
         start = pos + HEADER_SIZE
         end = start + padded(length)
         if end > limit:
-            raise FormatError(
-                f"record part of {length} bytes runs past the end of the file ({limit} bytes)",
-                path=path, offset=pos, key=key, hint=_REBUILD_HINT,
-            )
+            raise _damaged(f"record part of {length} bytes runs past the end of the file ({limit} bytes)",
+                           path, pos, key)
         spans.append((start, start + length))
         if cflag in (WHOLE, LAST):
             if buf[start + length : end] != PADDING[end - start - length]:
-                raise FormatError(
-                    f"non-zero padding after a {length}-byte record part: its length field is damaged",
-                    path=path, offset=pos, key=key, hint=_REBUILD_HINT,
-                )
+                raise _damaged(f"non-zero padding after a {length}-byte record part: its length field is damaged",
+                               path, pos, key)
             return spans, end
         if length & 3:
-            raise FormatError(
-                f"continuation part of {length} bytes: dmlc-core only splits at 4-byte-aligned offsets",
-                path=path, offset=pos, key=key, hint=_REBUILD_HINT,
-            )
+            raise _damaged(f"continuation part of {length} bytes: dmlc-core only splits at 4-byte-aligned offsets",
+                           path, pos, key)
         pos = end
+
+
+def _damaged(problem: str, path: str, offset: int, key: object) -> FormatError:
+    """The error :func:`walk` raises for a damaged record part at ``offset``: rebuild the file."""
+    return FormatError(problem, path=path, offset=offset, key=key, hint=_REBUILD_HINT)
+
+
+def _bad_magic(magic: int, path: str, offset: int, key: object) -> FormatError:
+    """No record starts at ``offset``: the .rec is damaged there, or the .idx is another file's."""
+    return FormatError(
+        f"bad magic word {magic:08x} (expected {MAGIC:08x}): not the start of a RecordIO record",
+        path=path, offset=offset, key=key,
+        hint=f"the .rec is damaged here (restore it or re-convert), or its .idx belongs to another .rec "
+        f"(rebuild the index: `fastdata index --force {path}`)",
+    )
 
 
 def join(buf, spans: list[tuple[int, int]]) -> bytes:
