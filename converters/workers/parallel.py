@@ -135,22 +135,8 @@ def ordered_map(
             if result is not None:
                 pending.append(_done(result))
             else:
-                if executor is None:
-                    # Started at the first task that needs one (never, when local does all),
-                    # possibly while the caller has an output file open. A forked child
-                    # inherits that writer but cannot harm it: it never touches it, the
-                    # parent's frames keep it reachable (no finaliser flushes it), the child
-                    # leaves by os._exit and dies with the parent.
-                    import multiprocessing
-                    from concurrent.futures import ProcessPoolExecutor
-
-                    method = start_method()
-                    executor = ProcessPoolExecutor(
-                        workers,
-                        mp_context=multiprocessing.get_context(method),
-                        initializer=_worker_init,
-                        initargs=(init, init_args),
-                    )
+                if executor is None:  # at the first task that needs one (never, when local does all)
+                    executor = _start_pool(workers, init, init_args)
                 pending.append(executor.submit(fn, task))
             if len(pending) >= window:
                 yield pending.popleft().result()
@@ -159,6 +145,25 @@ def ordered_map(
     finally:
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _start_pool(workers: int, init: Callable[..., None], init_args: tuple[Any, ...]) -> ProcessPoolExecutor:
+    """The pool :func:`ordered_map` ships tasks to: ``workers`` processes that run ``init`` once.
+
+    It may start while the caller has an output file open. A forked child
+    inherits that writer but cannot harm it: it never touches it, the
+    parent's frames keep it reachable (no finaliser flushes it), the child
+    leaves by os._exit and dies with the parent.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context(start_method()),
+        initializer=_worker_init,
+        initargs=(init, init_args),
+    )
 
 
 class SpawnPool:
