@@ -24,7 +24,6 @@ from .progress import Progress, duration, estimate
 from .quiet import held_back_warnings
 from .targets import decode_aware_row
 
-
 _DESCRIPTION = [
     (
         "Time fastdata against torchvision's recipe (a PIL stand-in doing the same work, labelled as such, when "
