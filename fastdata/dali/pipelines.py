@@ -99,17 +99,8 @@ def build_pipeline(
     dali = import_dali()
     device = resolve_device(device, device_id)
     place = resolve_place(shard_id, num_shards, train=True, names=("shard_id", "num_shards"))
-    check_positive("build_pipeline", batch_size=batch_size, num_threads=num_threads)
-    for name, value, kind in (("crop", crop, Crop), ("normalize", normalize, Normalize), ("reading", reading, Reading)):
-        if not isinstance(value, kind):
-            raise ConfigError(f"{name} must be fastdata.dali.{kind.__name__}(...), got {type(value).__name__}")
-    source = dali_source(path)
-    if place.world_size > source.num_samples:
-        raise ConfigError(
-            f"{source.directory}: {place.world_size} shards for {source.num_samples} samples; use fewer shards"
-        )
-    shuffle = train if reading.shuffle is None else bool(reading.shuffle)
-
+    source = _checked_source(path, place.world_size, batch_size=batch_size, num_threads=num_threads,
+                             crop=crop, normalize=normalize, reading=reading)
     pipe = dali.Pipeline(
         batch_size=batch_size,
         num_threads=num_threads,
@@ -121,35 +112,65 @@ def build_pipeline(
         "name": READER_NAME,
         "shard_id": place.rank,
         "num_shards": place.world_size,
-        "random_shuffle": shuffle,
+        "random_shuffle": train if reading.shuffle is None else bool(reading.shuffle),
         "initial_fill": reading.shuffle_buffer,
         "pad_last_batch": True,
     }
-    mean, std = normalize.in_pixels()
     with pipe:
         jpegs, labels = _read(dali, source, reader_args)
         if train:
             images = _train_images(dali, jpegs, device, crop)
         else:
             images = _eval_images(dali, jpegs, device, crop.resize_shorter)
-        images = dali.fn.crop_mirror_normalize(
-            images,
-            device="cpu" if device == "cpu" else "gpu",
-            dtype=getattr(dali.types, DTYPES[normalize.dtype_name]),
-            output_layout="CHW",
-            crop=(crop.size, crop.size),
-            mean=mean,
-            std=std,
-            mirror=dali.fn.random.coin_flip(probability=0.5) if train else 0,
-        )
-        labels = dali.fn.cast(labels, dtype=dali.types.INT64)
-        if source.label_base:
-            labels = labels - source.label_base
-        labels = dali.fn.reshape(labels, shape=[])  # (1,) per sample -> scalar: the batch is (N,)
-        if device != "cpu":
-            labels = labels.gpu()
-        pipe.set_outputs(images, labels)
+        pipe.set_outputs(_normalized(dali, images, device, crop, normalize, train),
+                         _labels(dali, labels, source, device))
     return pipe
+
+
+def _checked_source(path: str | os.PathLike[str], world_size: int, *, batch_size: int, num_threads: int,
+                    crop: Crop, normalize: Normalize, reading: Reading) -> DALISource:
+    """The dataset at ``path``, once :func:`build_pipeline`'s arguments are checked.
+
+    Raises:
+        ConfigError: a count under 1, a settings object of the wrong type, or
+            more shards than samples.
+    """
+    check_positive("build_pipeline", batch_size=batch_size, num_threads=num_threads)
+    for name, value, kind in (("crop", crop, Crop), ("normalize", normalize, Normalize), ("reading", reading, Reading)):
+        if not isinstance(value, kind):
+            raise ConfigError(f"{name} must be fastdata.dali.{kind.__name__}(...), got {type(value).__name__}")
+    source = dali_source(path)
+    if world_size > source.num_samples:
+        raise ConfigError(
+            f"{source.directory}: {world_size} shards for {source.num_samples} samples; use fewer shards"
+        )
+    return source
+
+
+def _normalized(dali: Any, images: Any, device: str, crop: Crop, normalize: Normalize, train: bool) -> Any:
+    """``images`` cropped to ``crop.size`` squared, in CHW and ``normalize.dtype``, mirrored at random when training."""
+    mean, std = normalize.in_pixels()
+    return dali.fn.crop_mirror_normalize(
+        images,
+        device="cpu" if device == "cpu" else "gpu",
+        dtype=getattr(dali.types, DTYPES[normalize.dtype_name]),
+        output_layout="CHW",
+        crop=(crop.size, crop.size),
+        mean=mean,
+        std=std,
+        mirror=dali.fn.random.coin_flip(probability=0.5) if train else 0,
+    )
+
+
+def _labels(dali: Any, labels: Any, source: DALISource, device: str) -> Any:
+    """The reader's labels as 0-based int64 scalars (the batch is (N,)), on the GPU unless ``device`` is cpu."""
+    labels = dali.fn.cast(labels, dtype=dali.types.INT64)
+    if source.label_base:
+        labels = labels - source.label_base
+    labels = dali.fn.reshape(labels, shape=[])  # (1,) per sample -> scalar: the batch is (N,)
+    if device != "cpu":
+        labels = labels.gpu()
+    return labels
 
 
 def _read(dali: Any, source: DALISource, reader_args: dict[str, Any]) -> tuple[Any, Any]:
