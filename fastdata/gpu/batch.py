@@ -143,14 +143,13 @@ class EncodedCollate:
     def __call__(self, batch: Sequence[Any]) -> EncodedBatch:
         items = self._checked(batch)
         gpu = [i for i, p in enumerate(items) if p.pixels is None]
-        # a sample left to the GPU (pixels None) holds its bytes
-        lengths = np.array([len(items[i].data) for i in gpu], dtype=np.int64)  # type: ignore[arg-type]  # as said
+        lengths = np.array([len(items[i].data) for i in gpu], dtype=np.int64)  # type: ignore[arg-type]  # no pixels: bytes
         offsets = np.zeros(len(gpu) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         data = _bytes_buffer(int(offsets[-1]))
         view = data.numpy()
         for j, i in enumerate(gpu):
-            view[offsets[j] : offsets[j + 1]] = np.frombuffer(items[i].data, dtype=np.uint8)  # type: ignore[arg-type]  # bytes, as above
+            view[offsets[j] : offsets[j + 1]] = np.frombuffer(items[i].data, dtype=np.uint8)  # type: ignore[arg-type]  # no pixels: bytes
         sizes = np.array([items[i].size for i in gpu], dtype=np.int64).reshape(-1, 2)
         boxes = np.array([items[i].box for i in gpu], dtype=np.float64).reshape(-1, 4)
         ready_at = [i for i, p in enumerate(items) if p.pixels is not None]
