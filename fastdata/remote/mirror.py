@@ -73,6 +73,28 @@ def localize(
             refuses the credentials.
         ConfigError: credentials given in ``storage_options``.
     """
+    options = _checked_options(storage_options, cache_bytes)
+    policy = retry or RetryPolicy()
+    store = Store(url, options, policy)
+    text, manifest = _remote_manifest(store)
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    directory = root / cache_key(store.url)
+    directory.mkdir(parents=True, exist_ok=True)
+    settings = {"url": store.url, "options": options, "retry": dataclasses.asdict(policy), "cache_bytes": cache_bytes}
+    _record(directory, text, manifest, settings)
+    _MIRRORS.pop(str(directory), None)
+    mirror = mirror_of(directory)
+    assert mirror is not None  # for the type checker: its settings file was written just above
+    # the small files a dataset reads without opening a shard, in one round trip; the list of
+    # source files (a line per sample, for error messages) comes when a message first needs it
+    lazy = manifest.extra.get("sources")
+    together([functools.partial(mirror.fetch, name) for name in manifest.extra_files() if name != lazy])
+    return str(directory)
+
+
+def _checked_options(storage_options: dict[str, Any] | None, cache_bytes: int | None) -> dict[str, Any]:
+    """A copy of ``storage_options``, refused when it holds credentials (they would be kept in
+    the cache's settings file), or when ``cache_bytes`` is not positive."""
     options = dict(storage_options or {})
     secret = sorted(k for k in options if k in _SECRET_OPTIONS)
     if secret:
@@ -83,8 +105,11 @@ def localize(
         )
     if cache_bytes is not None and cache_bytes <= 0:
         raise ConfigError(f"cache_bytes must be positive, got {cache_bytes}")
-    policy = retry or RetryPolicy()
-    store = Store(url, options, policy)
+    return options
+
+
+def _remote_manifest(store: Store) -> tuple[str, Manifest]:
+    """The dataset's manifest, as its text and parsed (ManifestError when there is none)."""
     try:
         text = store.read_bytes(MANIFEST_NAME).decode("utf-8")
     except FileNotFoundError:
@@ -92,11 +117,12 @@ def localize(
             f"{scrub_url(store.url_of(MANIFEST_NAME))}: no manifest; this is not a finished fastdata dataset "
             "(convert one there with `fastdata convert SRC URL`)"
         ) from None
-    manifest = Manifest.from_json(text, source=scrub_url(store.url_of(MANIFEST_NAME)))
-    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    directory = root / cache_key(store.url)
-    directory.mkdir(parents=True, exist_ok=True)
-    settings = {"url": store.url, "options": options, "retry": dataclasses.asdict(policy), "cache_bytes": cache_bytes}
+    return text, Manifest.from_json(text, source=scrub_url(store.url_of(MANIFEST_NAME)))
+
+
+def _record(directory: Path, text: str, manifest: Manifest, settings: dict[str, Any]) -> None:
+    """Write the cache's settings and manifest under its lock, first dropping cached files a
+    changed manifest no longer vouches for."""
     with locked(lock_path(directory, MANIFEST_NAME)):
         old = directory / MANIFEST_NAME
         if old.exists() and old.read_text(encoding="utf-8") != text:
@@ -108,14 +134,6 @@ def localize(
                 _drop_changed(directory, before, manifest)
         write_text_atomic(directory / SETTINGS_NAME, json.dumps(settings, indent=1) + "\n")
         write_text_atomic(old, text)
-    _MIRRORS.pop(str(directory), None)
-    mirror = mirror_of(directory)
-    assert mirror is not None  # for the type checker: its settings file was written just above
-    # the small files a dataset reads without opening a shard, in one round trip; the list of
-    # source files (a line per sample, for error messages) comes when a message first needs it
-    lazy = manifest.extra.get("sources")
-    together([functools.partial(mirror.fetch, name) for name in manifest.extra_files() if name != lazy])
-    return str(directory)
 
 
 def _drop_changed(directory: Path, old: Manifest, new: Manifest) -> None:
