@@ -131,15 +131,8 @@ def make_loader(
         seed = int(getattr(dataset, "seed", 0)) if is_stream(dataset) else 0
     if settings.threads:
         _check_threads(dataset, seeding)
-    order: ShardedSampler | StreamFeed
-    feed: Dataset
-    if is_stream(dataset):
-        order = StreamFeed(dataset, seed=seed, place=place, train=train, batch_size=batch_size, seeding=seeding)
-        feed, sampler = order, None
-    else:
-        order = sampler = ShardedSampler(len(dataset), seed=seed, rank=place.rank, world_size=place.world_size,
-                                         train=train, keys=True)
-        feed = executor.feed(KeyedDataset(dataset, seeding=seeding, rank=place.rank))
+    order, feed, sampler = _order_and_feed(dataset, executor, place, seed=seed, train=train, batch_size=batch_size,
+                                           seeding=seeding)
     seeder = WorkerSeeder(seed, rank=place.rank)
     drop = train if drop_last is None else bool(drop_last)
     batches = _batches(executor, feed, sampler, settings, prefetch, batch_size=batch_size, drop_last=drop,
@@ -151,6 +144,18 @@ def make_loader(
         )
     stage = executor.stage(batches, prefetch)  # the prefetcher, or the GPU decode's GPUBatches
     return Loader(batches, order, seeder, stage, dataset=dataset, seeding=seeding, workers=described)
+
+
+def _order_and_feed(dataset: Any, executor: Executor, place: Place, *, seed: int, train: bool, batch_size: int,
+                    seeding: Seeding) -> tuple[ShardedSampler | StreamFeed, Dataset, ShardedSampler | None]:
+    """The sample order, what the workers read, and the sampler that hands them keys (None for a
+    stream, which is its own order and feed)."""
+    if is_stream(dataset):
+        order = StreamFeed(dataset, seed=seed, place=place, train=train, batch_size=batch_size, seeding=seeding)
+        return order, order, None
+    sampler = ShardedSampler(len(dataset), seed=seed, rank=place.rank, world_size=place.world_size, train=train,
+                             keys=True)
+    return sampler, executor.feed(KeyedDataset(dataset, seeding=seeding, rank=place.rank)), sampler
 
 
 def _batches(executor: Executor, feed: Any, sampler: ShardedSampler | None, settings: Workers,
