@@ -16,6 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from remotekit import BUDGET_JOB, BUDGET_TEST, budget_job  # noqa: E402
 from servers import Nginx, SeaweedS3, find_binary  # noqa: E402
 
 
@@ -24,6 +25,22 @@ def _missing(reason: str) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason} (CI must run the remote tests)")
     pytest.skip(reason)
+
+
+def pytest_collection_finish(session) -> None:
+    if any(item.name == BUDGET_TEST for item in session.items):
+        try:
+            __import__("aiohttp")
+        except ImportError:
+            return  # the test skips, naming the missing extra
+        session.config.stash[BUDGET_JOB] = budget_job()
+
+
+def pytest_unconfigure(config) -> None:
+    job = config.stash.get(BUDGET_JOB, None)
+    if job is not None and job.poll() is None:  # the session ended before the test collected it (-x, ^C)
+        job.kill()
+        job.communicate()
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:

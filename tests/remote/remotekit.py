@@ -6,9 +6,12 @@ from __future__ import annotations
 import io
 import itertools
 import multiprocessing as mp
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from fastdata.formats import Sample
@@ -58,3 +61,15 @@ def run_forked(target, *args, copies: int, timeout: float) -> list:
     for p in procs:
         p.join(timeout=30)
     return results
+
+
+BUDGET_TEST = "test_eight_workers_stop_within_the_default_budget"
+BUDGET_JOB = pytest.StashKey[subprocess.Popen]()
+
+
+def budget_job() -> subprocess.Popen:
+    """tests/remote/budget_job.py, started now: it waits out a whole default
+    retry budget (120 s), mostly asleep, so the session runs it beside the
+    other tests (conftest starts it once the test is collected)."""
+    return subprocess.Popen([sys.executable, str(Path(__file__).with_name("budget_job.py"))],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -6,18 +6,18 @@ damaged object is downloaded twice in all, not twice per process."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from remotekit import make_dataset, run_forked
+from remotekit import BUDGET_JOB, budget_job, make_dataset, run_forked
 
 import fastdata
 from fastdata.errors import FormatError, RemoteError
 from fastdata.remote import RetryPolicy, localize, read_log
-from fastdata.remote.mirror import mirror_of
 
 
 def test_a_rename_between_listing_and_stat_is_not_a_missing_object(tmp_path, monkeypatch):
@@ -115,30 +115,24 @@ def test_a_damaged_object_is_downloaded_twice_in_all(nginx, published, tmp_path)
     assert len(downloads) == 2, downloads
 
 
-def _epoch(directory: str, workers: int) -> None:
-    ds = fastdata.RecordIODataset(directory, decode=False)
-    loader = fastdata.make_loader(ds, 4, train=False, workers=fastdata.Workers(num=workers, kind="processes"),
-                                  collate_fn=lambda batch: batch)
-    for _ in loader:
-        pass
-
-
 @pytest.mark.slow
-def test_eight_workers_stop_within_the_default_budget(nginx, published, tmp_path):
+def test_eight_workers_stop_within_the_default_budget(request):
     """The server gone, 8 worker processes, the default 120 s budget: the job
-    stops within 1.5x the budget (it took one budget per waiting worker)."""
-    budget = RetryPolicy().total_seconds
-    directory = localize(published, cache_dir=tmp_path)
-    assert mirror_of(directory) is not None
-    nginx.stop()
+    stops within 1.5x the budget (it took one budget per waiting worker).
+    The job (tests/remote/budget_job.py) started with the session and ran
+    beside the other tests; this collects what it printed."""
     try:
-        start = time.monotonic()
-        with pytest.raises(RemoteError, match="still failing"):
-            _epoch(directory, 8)
-        elapsed = time.monotonic() - start
-    finally:
-        nginx.start()
-    assert elapsed <= 1.5 * budget, f"stopped after {elapsed:.0f} s, budget {budget:g} s"
+        __import__("aiohttp")
+    except ImportError:
+        if os.environ.get("CI") == "true":
+            pytest.fail("aiohttp is not installed (CI must run the remote tests)")
+        pytest.skip("aiohttp is not installed (pip install 'fastdata[remote]')")
+    job = request.config.stash.get(BUDGET_JOB, None) or budget_job()
+    out, err = job.communicate(timeout=600)
+    assert job.returncode == 0, err[-3000:]
+    doc = json.loads(out.strip().splitlines()[-1])
+    assert "still failing" in doc["error"], doc
+    assert doc["elapsed"] <= 1.5 * doc["budget"], f"stopped after {doc['elapsed']:.0f} s, budget {doc['budget']:g} s"
 
 
 def test_a_damaged_cached_copy_says_delete_it(nginx, published, tmp_path):
