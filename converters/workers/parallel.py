@@ -14,16 +14,14 @@ them) and, on Linux, die with their parent (``PR_SET_PDEATHSIG``), so a
 from __future__ import annotations
 
 import collections
-import itertools
 import os
 import signal
 import sys
 import threading
-import time
 from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .pool import Outcome, Pool, WorkerDied
+from .pool import Outcome, Pool, TaskBook, WorkerDied
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -166,7 +164,7 @@ def _start_pool(workers: int, init: Callable[..., None], init_args: tuple[Any, .
     )
 
 
-class SpawnPool:
+class SpawnPool(TaskBook):
     """A :class:`.pool.Pool` of spawned processes (``ProcessPoolExecutor``):
     workers that ignore SIGINT and die with this process, tasks named by
     tokens, an optional progress channel (:meth:`reports`). Leaving the ``with`` block by an exception (Ctrl-C
@@ -178,29 +176,16 @@ class SpawnPool:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
+        super().__init__(workers)
         context = multiprocessing.get_context(start_method())
         self._queue = context.SimpleQueue() if report else None
         self._executor = ProcessPoolExecutor(
             workers, mp_context=context, initializer=_worker_init, initargs=(init, (self._queue, *args))
         )
-        self._workers = workers
-        self._futures: dict[Future, int] = {}
-        self._submitted: dict[int, float] = {}  # no word of when a worker takes a task: the submit time stands in
-        self._tokens = itertools.count()
 
     def submit(self, fn: Callable[..., R], *args: Any) -> int:
         """Queue ``fn(*args)``; returns its token."""
-        token = next(self._tokens)
-        self._futures[self._executor.submit(fn, *args)] = token
-        self._submitted[token] = time.monotonic()
-        return token
-
-    def idle(self) -> int:
-        """Workers without a task (as far as this process can tell)."""
-        return max(0, self._workers - len(self._futures))
-
-    def started(self, token: int) -> float | None:
-        return self._submitted.get(token)
+        return self._track(self._executor.submit(fn, *args))
 
     def completed(self, timeout: float | None = None) -> list[tuple[int, Outcome]]:
         """The tasks that finished, as ``(token, outcome)``,
@@ -212,16 +197,15 @@ class SpawnPool:
         from concurrent.futures import FIRST_COMPLETED, wait
         from concurrent.futures.process import BrokenProcessPool
 
-        if not self._futures:
+        if not self._running:
             return []
-        finished, _ = wait(self._futures, timeout=timeout, return_when=FIRST_COMPLETED)
+        finished, _ = wait(self._running, timeout=timeout, return_when=FIRST_COMPLETED)
         done = []
         for future in finished:
             error = future.exception()
             if isinstance(error, BrokenProcessPool):
                 raise WorkerDied(str(error)) from None
-            token = self._futures.pop(future)
-            seconds = time.monotonic() - self._submitted.pop(token)
+            token, seconds = self._finish(future)
             done.append((token, Outcome(error=error, seconds=seconds) if error else Outcome(future.result(), seconds=seconds)))
         return done
 
@@ -230,9 +214,6 @@ class SpawnPool:
         queue = self._queue
         while queue is not None and not queue.empty():
             yield queue.get()
-
-    def __enter__(self) -> SpawnPool:
-        return self
 
     def __exit__(self, kind: object, *exc: object) -> None:
         if kind is not None:

@@ -13,8 +13,13 @@ conversion imports this module and must not pay for them.
 
 from __future__ import annotations
 
+import itertools
+import time
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from typing import Self  # Python 3.11's; the annotations are never evaluated
 
 from fastdata.errors import FastDataError
 
@@ -32,10 +37,55 @@ class Outcome:
     def __init__(self, value: Any = None, error: BaseException | None = None, seconds: float = 0.0) -> None:
         self.value, self.error, self.seconds = value, error, seconds
 
+    @classmethod
+    def of_task(cls, ok: bool, value: Any, seconds: float) -> Outcome:
+        """The outcome of what :func:`.attempts.run_task` answered: ``(True, value)``
+        or ``(False, error)``."""
+        return cls(value, seconds=seconds) if ok else cls(error=value, seconds=seconds)
+
     def result(self) -> Any:
         if self.error is not None:
             raise self.error
         return self.value
+
+
+class TaskBook:
+    """The bookkeeping the executor pools (:class:`.parallel.SpawnPool`, the Ray
+    and Spark pools) share: each task's token, counted from 0, the handle it runs
+    under (a future, a Ray reference) and when it was submitted, which stands in
+    for when a worker got it (none of those executors says)."""
+
+    def __init__(self, workers: int) -> None:
+        self._workers = workers
+        self._running: dict[Any, int] = {}  # handle -> token
+        self._submitted: dict[int, float] = {}
+        self._tokens = itertools.count()
+
+    def _track(self, handle: Any) -> int:
+        """Record a task just submitted under ``handle``; returns its token."""
+        token = next(self._tokens)
+        self._running[handle] = token
+        self._submitted[token] = time.monotonic()
+        return token
+
+    def _finish(self, handle: Any) -> tuple[int, float]:
+        """Forget a finished task; returns its token and its seconds since submitted."""
+        token = self._running.pop(handle)
+        return token, time.monotonic() - self._submitted.pop(token)
+
+    def idle(self) -> int:
+        """Workers without a task (as far as this process can tell)."""
+        return max(0, self._workers - len(self._running))
+
+    def started(self, token: int) -> float | None:
+        return self._submitted.get(token)
+
+    def reports(self) -> Iterator[Any]:
+        """Nothing, for a pool without a progress channel."""
+        return iter(())
+
+    def __enter__(self) -> Self:
+        return self
 
 
 class Pool(Protocol):

@@ -15,14 +15,12 @@ filesystem), as with ``--num-nodes``.
 
 from __future__ import annotations
 
-import itertools
 import os
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from .attempts import job_folder, remove_attempts, run_task
-from .pool import Outcome, WorkerDied
+from .pool import Outcome, TaskBook, WorkerDied
 
 #: How many times Ray runs a task again after its worker process or node died.
 RETRIES = 3
@@ -45,7 +43,7 @@ def _remote() -> Any:
     return _REMOTE["task"]
 
 
-class RayPool:
+class RayPool(TaskBook):
     """Shard jobs as Ray tasks on the cluster this process is connected to
     (see :func:`.engines.connect`); at most ``workers`` at a time.
 
@@ -56,31 +54,18 @@ class RayPool:
     def __init__(self, workers: int, init: Callable[..., None], *, report: bool = False, args: tuple = ()) -> None:
         import ray
 
+        super().__init__(workers)  # tasks by their ObjectRef
         self._ray = ray
-        self._workers = workers
         self._init = init
         self._box = [ray.put(args)]
         self._cwd = os.getcwd()
-        self._running: dict[Any, int] = {}  # ObjectRef -> token
-        self._submitted: dict[int, float] = {}
         self._folders: set[str] = set()
-        self._tokens = itertools.count()
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> int:
-        token = next(self._tokens)
         folder = job_folder(args)
         if folder is not None:
             self._folders.add(folder)
-        ref = _remote().remote(self._cwd, self._init, self._box, fn, args)
-        self._running[ref] = token
-        self._submitted[token] = time.monotonic()
-        return token
-
-    def idle(self) -> int:
-        return max(0, self._workers - len(self._running))
-
-    def started(self, token: int) -> float | None:
-        return self._submitted.get(token)
+        return self._track(_remote().remote(self._cwd, self._init, self._box, fn, args))
 
     def completed(self, timeout: float | None = None) -> list[tuple[int, Outcome]]:
         ray = self._ray
@@ -91,8 +76,7 @@ class RayPool:
             ready, _ = ray.wait(list(self._running), num_returns=len(self._running), timeout=0)
         done = []
         for ref in ready:
-            token = self._running.pop(ref)
-            seconds = time.monotonic() - self._submitted.pop(token)
+            token, seconds = self._finish(ref)
             try:
                 ok, value = ray.get(ref)
             except ray.exceptions.RayTaskError as exc:  # the task wrapper itself failed (it cannot import fastdata?)
@@ -100,14 +84,8 @@ class RayPool:
                 continue
             except ray.exceptions.RayError as exc:  # worker or node gone, RETRIES times
                 raise WorkerDied(f"a Ray task failed after {RETRIES} retries: {exc}") from None
-            done.append((token, Outcome(value, seconds=seconds) if ok else Outcome(error=value, seconds=seconds)))
+            done.append((token, Outcome.of_task(ok, value, seconds)))
         return done
-
-    def reports(self) -> Iterator[Any]:
-        return iter(())
-
-    def __enter__(self) -> RayPool:
-        return self
 
     def __exit__(self, kind: object, *exc: object) -> None:
         if kind is not None:

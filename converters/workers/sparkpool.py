@@ -15,18 +15,13 @@ The output folder must be one every executor sees at the same path.
 
 from __future__ import annotations
 
-import itertools
 import os
-import time
 import uuid
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from .attempts import job_folder, remove_attempts, run_task
-from .pool import Outcome, WorkerDied
-
-if TYPE_CHECKING:
-    from concurrent.futures import Future
+from .pool import Outcome, TaskBook, WorkerDied
 
 
 def _spark_task(cwd: str, init: Callable[..., None], key: str, table: Any, fn: Callable[..., Any],
@@ -34,7 +29,7 @@ def _spark_task(cwd: str, init: Callable[..., None], key: str, table: Any, fn: C
     return run_task(cwd, init, key, lambda: table.value, fn, args)
 
 
-class SparkPool:
+class SparkPool(TaskBook):
     """Shard jobs as Spark tasks of the active ``SparkSession`` (see
     :func:`.engines.connect`); at most ``workers`` at a time.
 
@@ -46,18 +41,15 @@ class SparkPool:
 
         from pyspark.sql import SparkSession
 
+        super().__init__(workers)
         session = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
         self._sc = session.sparkContext
         self._group = f"fastdata-{uuid.uuid4().hex}"
-        self._workers = workers
         self._init = init
         self._table = self._sc.broadcast(args)
         self._cwd = os.getcwd()
         self._threads = ThreadPoolExecutor(workers, thread_name_prefix="fastdata-spark")
-        self._futures: dict[Future, int] = {}
-        self._submitted: dict[int, float] = {}
         self._folders: set[str] = set()
-        self._tokens = itertools.count()
 
     def _run(self, fn: Callable[..., Any], args: tuple) -> tuple[bool, Any]:
         self._sc.setJobGroup(self._group, "fastdata convert: one shard", interruptOnCancel=True)
@@ -66,48 +58,32 @@ class SparkPool:
         return rdd.map(lambda _: _spark_task(cwd, init, key, table, fn, args)).collect()[0]
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> int:
-        token = next(self._tokens)
         folder = job_folder(args)
         if folder is not None:
             self._folders.add(folder)
-        self._futures[self._threads.submit(self._run, fn, args)] = token
-        self._submitted[token] = time.monotonic()
-        return token
-
-    def idle(self) -> int:
-        return max(0, self._workers - len(self._futures))
-
-    def started(self, token: int) -> float | None:
-        return self._submitted.get(token)
+        return self._track(self._threads.submit(self._run, fn, args))
 
     def completed(self, timeout: float | None = None) -> list[tuple[int, Outcome]]:
         from concurrent.futures import FIRST_COMPLETED, wait
 
-        if not self._futures:
+        if not self._running:
             return []
-        finished, _ = wait(self._futures, timeout=timeout, return_when=FIRST_COMPLETED)
+        finished, _ = wait(self._running, timeout=timeout, return_when=FIRST_COMPLETED)
         done = []
         for future in finished:
-            token = self._futures.pop(future)
-            seconds = time.monotonic() - self._submitted.pop(token)
+            token, seconds = self._finish(future)
             error = future.exception()
             if error is not None:  # the job failed spark.task.maxFailures times: a worker or executor died
                 raise WorkerDied(f"a Spark task failed on every attempt: {_python_error(error)}")
             ok, value = future.result()
-            done.append((token, Outcome(value, seconds=seconds) if ok else Outcome(error=value, seconds=seconds)))
+            done.append((token, Outcome.of_task(ok, value, seconds)))
         return done
-
-    def reports(self) -> Iterator[Any]:
-        return iter(())
-
-    def __enter__(self) -> SparkPool:
-        return self
 
     def __exit__(self, kind: object, *exc: object) -> None:
         if kind is not None:
             self._sc.cancelJobGroup(self._group)
         self._threads.shutdown(wait=True, cancel_futures=kind is not None)
-        self._futures.clear()
+        self._running.clear()
         self._table.unpersist()
         remove_attempts(self._folders)
 
