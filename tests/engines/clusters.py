@@ -107,23 +107,9 @@ class RayNodes:
                 os.environ["RAY_AUTH_MODE"] = self._auth
         everything = set().union(*(self.group(n) for n in range(len(self.nodes))))
         for node in reversed(self.nodes):
-            if node.poll() is None:
-                try:
-                    os.killpg(node.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    continue
-                try:
-                    node.wait(5)
-                except subprocess.TimeoutExpired:
-                    pass
-            try:
-                os.killpg(node.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            try:
-                node.wait(10)
-            except subprocess.TimeoutExpired:
-                pass
+            if node.poll() is None and not _signal_group(node, signal.SIGTERM, 5):
+                continue
+            _signal_group(node, signal.SIGKILL, 10)
         _kill_all(everything)  # workers in sessions of their own, should one outlive its raylet
         # what `ray stop` removes: else a later ray.init() without an address tries to join this dead cluster
         marker = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
@@ -132,6 +118,20 @@ class RayNodes:
                 marker.unlink()
         except OSError:
             pass
+
+
+def _signal_group(node: subprocess.Popen, sig: int, timeout: float) -> bool:
+    """Send ``sig`` to ``node``'s process group and give the node ``timeout``
+    seconds to exit; False when the group is gone (the node already reaped: no wait)."""
+    try:
+        os.killpg(node.pid, sig)
+    except ProcessLookupError:
+        return False
+    try:
+        node.wait(timeout)
+    except subprocess.TimeoutExpired:
+        pass
+    return True
 
 
 def _parents() -> dict[int, int]:
