@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from fastdata._version import __version__
 from fastdata.errors import ConfigError, FastDataError
@@ -73,6 +74,14 @@ def _error(message: str) -> int:
     return EXIT_ERROR
 
 
+def _subcommand(sub, name: str, handler: Callable[[argparse.Namespace], int], **kwargs: Any) -> argparse.ArgumentParser:
+    """A command's parser, run by ``handler``; its help ends with the exit codes unless ``epilog`` says more."""
+    kwargs.setdefault("epilog", _EXIT_HELP)
+    p = sub.add_parser(name, **kwargs)
+    p.set_defaults(handler=handler)
+    return p
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fastdata",
@@ -93,8 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_convert(sub) -> None:
-    p = sub.add_parser(
+    p = _subcommand(
+        sub,
         "convert",
+        _run_convert,
         help="pack an image folder (or an im2rec .lst) into shards",
         usage="fastdata convert SRC OUT --format FMT [options]\n"
         "       fastdata convert --list FILE [--root DIR] OUT --format FMT [options]",
@@ -114,7 +125,6 @@ def _add_convert(sub) -> None:
     p.add_argument("--list", dest="list_file", metavar="FILE", help="im2rec .lst (index, label(s), path) instead of a folder")
     p.add_argument("--root", metavar="DIR", help="folder the --list paths are relative to (default: the list's folder)")
     add_convert_options(p)
-    p.set_defaults(handler=_run_convert)
 
 
 def _run_convert(args: argparse.Namespace) -> int:
@@ -129,19 +139,19 @@ def _run_convert(args: argparse.Namespace) -> int:
 
 
 def _add_merge(sub) -> None:
-    p = sub.add_parser(
+    p = _subcommand(
+        sub,
         "merge",
+        _run_merge,
         help="write the manifest of a multi-node conversion once every node is done",
         description="Check that every planned shard in OUT is finished and write the manifest(s). "
         "The last node to finish does this by itself; use merge when it did not (e.g. it was killed). "
         "An OUT that is already finished is success (exit 0).",
-        epilog=_EXIT_HELP,
     )
     p.add_argument("out", metavar="OUT")
     p.add_argument("--allow-skips", action="store_true", help="finish even if images were skipped")
     p.add_argument("--quiet", "-q", action="store_true", help="no summary")
     p.add_argument("--fsync", action="store_true", help="fsync the shards and wait for the disk before the manifest")
-    p.set_defaults(handler=_run_merge)
 
 
 def _run_merge(args: argparse.Namespace) -> int:
@@ -151,18 +161,18 @@ def _run_merge(args: argparse.Namespace) -> int:
 
 
 def _add_inspect(sub) -> None:
-    p = sub.add_parser(
+    p = _subcommand(
+        sub,
         "inspect",
+        _run_inspect,
         help="show what a dataset directory or a shard (fastdata's or another tool's) holds",
         description="Print the format, record count, classes and a few records (keys, labels, sizes, image "
         "format) of PATH: a fastdata dataset directory, or one shard of a registered format, fastdata's or "
         "written by another tool (MXNet, TensorFlow, Caffe...).",
-        epilog=_EXIT_HELP,
     )
     p.add_argument("path", metavar="PATH")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.add_argument("--records", type=int, default=5, metavar="N", help="how many records to show (default 5)")
-    p.set_defaults(handler=_run_inspect)
 
 
 def _run_inspect(args: argparse.Namespace) -> int:
@@ -176,8 +186,10 @@ def _run_inspect(args: argparse.Namespace) -> int:
 
 
 def _add_verify(sub) -> None:
-    p = sub.add_parser(
+    p = _subcommand(
+        sub,
         "verify",
+        _run_verify,
         help="read every record and check framing, CRCs, checksums and counts",
         description="Read every record of PATH (dataset directory, shard or foreign file), checking framing, "
         "CRCs, each record's checksum, the manifest's digests and record counts, labels against the class list "
@@ -185,14 +197,12 @@ def _add_verify(sub) -> None:
         "every image decodes. Prints each problem with its file and record; exit 0 only if clean, 1 when anything "
         "is damaged (a shard, an index, the manifest itself), 2 when PATH cannot be verified (missing, of no "
         "known format, an unfinished conversion).",
-        epilog=_EXIT_HELP,
     )
     p.add_argument("path", metavar="PATH")
     p.add_argument("--decode", action="store_true", help="also decode every image")
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="processes that decode under --decode (default: all usable CPUs)")
     p.add_argument("--quiet", "-q", action="store_true", help="print problems only (no progress bar, no summary)")
-    p.set_defaults(handler=_run_verify)
 
 
 def _run_verify(args: argparse.Namespace) -> int:
@@ -210,21 +220,21 @@ def _run_verify(args: argparse.Namespace) -> int:
 
 
 def _add_index(sub) -> None:
-    p = sub.add_parser(
+    p = _subcommand(
+        sub,
         "index",
+        _run_index,
         help="build the index of shards written elsewhere (for formats that have index files)",
         description="Write the index file of each FILE where its format has one, as that format's tools "
         "expect it (e.g. x.rec -> x.idx, MXNet's key<TAB>offset; x.tfrecord -> x.tfrecord.idx, the "
         "'offset length' lines DALI and tfrecord2idx use). The format is read from the file's first bytes "
         "before its name.",
-        epilog=_EXIT_HELP,
     )
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--force", action="store_true", help="replace an existing index")
     p.add_argument("--checksums", action="store_true",
                    help="write FILE.crc instead: a CRC32C per record, so reads and verify find damaged payloads "
                    "(RecordIO, LMDB)")
-    p.set_defaults(handler=_run_index)
 
 
 def _run_index(args: argparse.Namespace) -> int:
