@@ -15,7 +15,6 @@ Run it against another checkout with PYTHONPATH=that/checkout to compare.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -25,6 +24,7 @@ import warnings
 
 import numpy as np
 import torch
+from photos import print_result
 from torch.utils.data import Subset
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -92,10 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         "padded_over_used_as_gathered": round(float(np.mean(padded_rounded)), 3) if padded_rounded else None,
         "groups_per_batch": len(groups), "python": platform.python_version(), "torch": torch.__version__,
     }
-    print(json.dumps(result, indent=1))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
+    print_result(result, args.json)
     return 0
 
 

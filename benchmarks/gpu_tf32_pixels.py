@@ -14,12 +14,11 @@ way on the CPU and counts the output pixels (0-255 after rounding) that change.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
-import numpy as np
 import torch
+from photos import print_result
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PHOTOS = os.environ.get("FASTDATA_PHOTOS", os.path.join(HERE, "..", "..", "shared", "data", "photos", "hymenoptera"))
@@ -69,10 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         "max_diff": int(diff.max()), "mean_diff": round(float(diff.float().mean()), 5),
         "torch": torch.__version__,
     }
-    print(json.dumps(result, indent=1))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
+    print_result(result, args.json)
     return 0
 
 

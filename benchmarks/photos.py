@@ -1,5 +1,5 @@
 """The photos a script here reads: the folder you name, else photo-like JPEGs generated once;
-and those photos as a converted dataset.
+and those photos as a converted dataset. Also how a script prints its result (:func:`print_result`).
 
 Not a script: the scripts beside it import it. Every script runs from a fresh clone, so none
 reads a folder outside the checkout unless told to; RESULTS.md's figures were measured on
@@ -8,6 +8,7 @@ reads a folder outside the checkout unless told to; RESULTS.md's figures were me
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -46,3 +47,11 @@ def as_dataset(photos: Path, out: Path, shards: int = 1) -> Path:
     samples = (Sample(image=f.read_bytes(), label=label, id=i) for i, (f, label) in enumerate(files))
     write_dataset(out, "recordio", samples, classes, shard_bytes=per_shard)
     return out
+
+
+def print_result(result: dict, json_path: str | None) -> None:
+    """Print a script's result as indented JSON and, given ``--json PATH``, write the same there."""
+    print(json.dumps(result, indent=1))
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(result, f, indent=1)
