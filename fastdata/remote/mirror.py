@@ -111,13 +111,14 @@ def _checked_options(storage_options: dict[str, Any] | None, cache_bytes: int | 
 def _remote_manifest(store: Store) -> tuple[str, Manifest]:
     """The dataset's manifest, as its text and parsed (ManifestError when there is none)."""
     try:
-        text = store.read_bytes(MANIFEST_NAME).decode("utf-8")
+        data = store.read_bytes(MANIFEST_NAME)
     except FileNotFoundError:
         raise ManifestError(
             f"{scrub_url(store.url_of(MANIFEST_NAME))}: no manifest; this is not a finished fastdata dataset "
             "(convert one there with `fastdata convert SRC URL`)"
         ) from None
-    return text, Manifest.from_json(text, source=scrub_url(store.url_of(MANIFEST_NAME)))
+    manifest = Manifest.from_json(data, source=scrub_url(store.url_of(MANIFEST_NAME)))  # not UTF-8: a ManifestError
+    return data.decode("utf-8"), manifest
 
 
 def _record(directory: Path, text: str, manifest: Manifest, settings: dict[str, Any]) -> None:

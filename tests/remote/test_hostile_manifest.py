@@ -222,3 +222,11 @@ def test_an_entry_to_delete_may_be_a_link_but_not_behind_one(tmp_path):
     assert entry_inside(tmp_path / "ds", "sub") == tmp_path / "ds" / "sub"  # the link itself
     with pytest.raises(ManifestError, match="outside the dataset directory"):
         entry_inside(tmp_path / "ds", "sub/x")
+
+
+def test_a_manifest_that_is_not_text_is_refused_by_name(clean, nginx, tmp_path):
+    site = f"binary-{uuid.uuid4().hex[:6]}"
+    shutil.copytree(clean, nginx.root / site)
+    (nginx.root / site / MANIFEST_NAME).write_bytes(b'{"manifest_version": 2, \xff\xfe}')
+    with pytest.raises(ManifestError, match=rf"{site}/manifest.json: not UTF-8 text"):
+        localize(f"{nginx.url}/{site}", cache_dir=tmp_path / "cache", retry=QUICK)
