@@ -115,17 +115,17 @@ class ShardSet:
             self._pid = pid
         reader = self._readers[shard]
         if reader is None:
-            local = remote_hooks.local_file(self.paths[shard])
-            self._check_small_files(shard)  # before the reader trusts its index
-            reader = registry.get(self.format).open_shard(local, **self.options)
-            expected = getattr(self, "counts", None)
-            if expected is not None and len(reader) != int(expected[shard]):
-                raise FormatError(
-                    f"holds {len(reader)} records but the manifest says {int(expected[shard])}",
-                    path=self.paths[shard],
-                    hint="the shard was changed or replaced after conversion; re-run the conversion",
-                )
-            self._use_checksums(shard, reader)
+            with remote_hooks.opening(self.paths[shard]) as local:  # a cached shard stays until it is open
+                self._check_small_files(shard)  # before the reader trusts its index
+                reader = registry.get(self.format).open_shard(local, **self.options)
+                expected = getattr(self, "counts", None)
+                if expected is not None and len(reader) != int(expected[shard]):
+                    raise FormatError(
+                        f"holds {len(reader)} records but the manifest says {int(expected[shard])}",
+                        path=self.paths[shard],
+                        hint="the shard was changed or replaced after conversion; re-run the conversion",
+                    )
+                self._use_checksums(shard, reader)
             self._readers[shard] = reader
         return reader
 

@@ -18,31 +18,27 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import json
 import os
 import shutil
 import socket
-import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import FormatError, ManifestError, RemoteError
 from ..formats import checksums
 from ..formats.names import inside
 from . import outcome
+from .locks import LOCK_DIR, lock_path, locked
 from .retry import ObjectMissing, is_disk_full
+from .room import PARTIAL, RESERVATIONS, Reservation, in_flight
 from .store import Store
 from .urls import scrub_url
 
-LOCK_DIR = ".fastdata-locks"
 LOG_NAME = "fetch-log.jsonl"
-PARTIAL = ".partial"
 DEFAULT_RESERVE = 512 * 1024 * 1024
 
-# this process's downloads in progress: partial path -> (pid, bytes made room for)
-_reserved: dict[str, tuple[int, int]] = {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,24 +51,8 @@ class Expected:
     sha256: str | None = None
 
 
-@contextlib.contextmanager
-def locked(path: Path, *, blocking: bool = True) -> Iterator[bool]:
-    """Hold an exclusive ``flock`` on ``path`` (created); yields False when
-    ``blocking`` is False and another process holds it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+class NoRoomAhead(RemoteError):
+    """A read-ahead found no room in the cache now (not an error to report)."""
 
 
 class ShardCache:
@@ -99,13 +79,16 @@ class ShardCache:
         self.reserve_bytes = reserve_bytes
         self.evictable = evictable
 
-    def fetch(self, directory: Path, name: str, store: Store, expected: Expected) -> Path:
+    def fetch(self, directory: Path, name: str, store: Store, expected: Expected, *, ahead: bool = False) -> Path:
         """``directory/name``, downloaded from ``store`` first if it is not there.
 
         A failure is shared: the processes waiting for the same file raise
         it when they get the lock (see :mod:`fastdata.remote.outcome`), within
         the store's retry budget of the first attempt, instead of spending a
         budget each.
+
+        ``ahead``: a read-ahead, which gives up at once (NoRoomAhead) when
+        the cache has no room for the file now.
 
         Raises:
             FormatError: the file fails its size or digest check twice (the
@@ -128,23 +111,26 @@ class ShardCache:
             if earlier is not None:
                 raise earlier
             try:
-                self._download(final, name, store, expected)
+                self._download(final, name, store, expected, ahead)
+            except NoRoomAhead:
+                raise  # not a failure: the foreground fetch makes room when it needs the file
             except (FormatError, RemoteError) as exc:
                 outcome.remember(lock, exc)
                 raise
             outcome.forget(lock)
             return final
 
-    def _download(self, final: Path, name: str, store: Store, expected: Expected) -> None:
+    def _download(self, final: Path, name: str, store: Store, expected: Expected, ahead: bool) -> None:
         size = expected.size if expected.size is not None else store.size(name)
         if size is None:
             raise ObjectMissing(scrub_url(store.url_of(name)))
         partial = final.with_name(final.name + PARTIAL)
-        self.make_room(size, store.url_of(name), partial)
+        reservation = self.make_room(size, store.url_of(name), partial, wait_seconds=store.policy.total_seconds, ahead=ahead)
         try:
             self._download_checked(final, partial, name, store, Expected(size, expected.sha256))
         finally:
-            _reserved.pop(str(partial), None)
+            if reservation is not None:
+                reservation.release()  # after the rename: the file is never uncounted
 
     def _download_checked(self, final: Path, partial: Path, name: str, store: Store, expected: Expected) -> None:
         """Download into ``partial``, check it against ``expected`` (its size known) and rename it ``final``."""
@@ -187,49 +173,62 @@ class ShardCache:
                 found.append((st.st_mtime, st.st_size, directory, name))
         return sorted(found)
 
-    def make_room(self, size: int, url: str, partial: Path | None = None) -> None:
-        """Delete least-recently-used files until ``size`` more bytes fit; they
-        stay counted as ``partial``'s until its download ends (this process
-        downloads several files at once, each making room while the others grow).
+    def make_room(self, size: int, url: str, partial: Path | None = None, *, wait_seconds: float = 0.0,
+                  ahead: bool = False) -> Reservation | None:
+        """Delete least-recently-used files until ``size`` more bytes fit. With
+        ``partial``, the room made is reserved for the download into it until
+        the returned reservation is released (after its rename): downloads of
+        any process on this machine run at once, each making room while the
+        others grow.
+
+        Room held by downloads in flight and by shards being opened comes
+        free in moments: for up to ``wait_seconds`` this waits for it
+        (without the eviction lock) instead of calling the cache full. A
+        read-ahead (``ahead``) never waits: it is not needed yet.
 
         Raises:
-            RemoteError: the file cannot fit even in an empty cache.
+            NoRoomAhead: ``ahead`` and no room now.
+            RemoteError: the file cannot fit even in an empty cache, or the
+                room held by others did not come free in ``wait_seconds``.
         """
         if self.limit_bytes is not None and size > self.limit_bytes:
             raise self.full_error(size, url, f"it is larger than the cache limit of {self.limit_bytes} bytes")
-        with locked(self.root / LOCK_DIR / "evict.lock"):
-            files = self.usage()
-            used = sum(f[1] for f in files) + self._partials()
-            free = shutil.disk_usage(self.root).free - self.reserve_bytes
-            for _, file_size, directory, name in files:
-                over_limit = self.limit_bytes is not None and used + size > self.limit_bytes
-                if not over_limit and size <= free:
-                    break
-                with locked(lock_path(directory, name), blocking=False) as mine:
-                    if mine:  # nobody is fetching it right now
-                        (directory / name).unlink(missing_ok=True)
-                        used -= file_size
-                        free += file_size
-            if (self.limit_bytes is not None and used + size > self.limit_bytes) or size > free:
-                raise self.full_error(size, url, f"{used} bytes are in use by other files and {max(free, 0)} are free on the disk")
-            if partial is not None:
-                _reserved[str(partial)] = (os.getpid(), size)
+        deadline, delay = time.monotonic() + wait_seconds, 0.01
+        while True:
+            with locked(self.root / LOCK_DIR / "evict.lock"):
+                used, free, held = self._evict_for(size)
+                if (self.limit_bytes is None or used + size <= self.limit_bytes) and size <= free:
+                    return Reservation.make(self.root / LOCK_DIR / RESERVATIONS, partial, size) if partial else None
+            if ahead:
+                raise NoRoomAhead(f"no room for {scrub_url(url)} yet")
+            if not held or time.monotonic() + delay > deadline:
+                raise self.full_error(size, url, f"{used} bytes are in use by other files ({held} of them by downloads "
+                                      f"in progress or shards being opened) and {max(free, 0)} are free on the disk")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
 
-    def _partials(self) -> int:
-        """Bytes of the downloads in progress. Another process renames its
-        finished ``.partial`` (or drops a failed one) at any moment: a file
-        listed but gone by its ``stat`` is simply not counted."""
-        pid = os.getpid()
-        mine = {p: size for p, (owner, size) in list(_reserved.items()) if owner == pid}  # not a forked parent's
-        total = 0
-        for path in self.root.glob(f"*/**/*{PARTIAL}"):
-            try:
-                st = path.stat()
-            except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode):
-                total += max(st.st_size, mine.pop(str(path), 0))
-        return total + sum(mine.values())  # made room for, not written yet
+    def _evict_for(self, size: int) -> tuple[int, int, int]:
+        """Delete least-recently-used files that nobody is fetching or opening
+        until ``size`` more bytes fit (call with the eviction lock held); the
+        bytes then in use, free on the disk, and held by others (downloads in
+        flight, files locked)."""
+        # downloads in flight before finished files: one that ends in between
+        # is counted twice (the safe side), never not at all
+        flying, unwritten = in_flight(self.root)
+        files = self.usage()
+        used, held = sum(f[1] for f in files) + flying, flying
+        free = shutil.disk_usage(self.root).free - self.reserve_bytes - unwritten
+        for _, file_size, directory, name in files:
+            if (self.limit_bytes is None or used + size <= self.limit_bytes) and size <= free:
+                break
+            with locked(lock_path(directory, name), blocking=False) as mine:
+                if mine:  # nobody is fetching it or opening it right now (see Mirror.opened)
+                    (directory / name).unlink(missing_ok=True)
+                    used -= file_size
+                    free += file_size
+                else:
+                    held += file_size
+        return used, free, held
 
     def full_error(self, size: int | None, url: str, why: str) -> RemoteError:
         limit = f"limit {self.limit_bytes} bytes" if self.limit_bytes is not None else "no limit"
@@ -255,8 +254,6 @@ class ShardCache:
             os.close(fd)
 
 
-def lock_path(directory: Path, name: str) -> Path:
-    return directory / LOCK_DIR / (name.replace("/", "%") + ".lock")
 
 
 def _check(path: Path, expected: Expected) -> str:

@@ -2,8 +2,9 @@
 
 * :func:`local_root` where a dataset receives its path: a URL becomes the
   local directory of :func:`~fastdata.remote.mirror.localize` (default cache).
-* :func:`local_file` where a shard is opened: a shard of a localized dataset
-  is downloaded (and checked) first.
+* :func:`opening` (or :func:`local_file` for a file read at once) where a
+  shard is opened: a shard of a localized dataset is downloaded (and
+  checked) first, and kept from eviction until it is open.
 * :func:`read_ahead` where a stream knows the records it will read: the
   next remote shards download while the current one is read
   (:mod:`fastdata.remote.readahead`).
@@ -11,8 +12,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .urls import is_url
@@ -53,6 +55,30 @@ def local_file(path: str) -> str:
     readahead.opened(path)  # this one is wanted now: start on the next ones while it downloads
     mirror.fetch(os.path.basename(path))
     return path
+
+
+@contextlib.contextmanager
+def opening(path: str) -> Iterator[str]:
+    """:func:`local_file`, kept in the cache while the body opens it (and its
+    index and checksum files): a localized shard cannot be evicted between
+    its download and its opening. Once opened, eviction is harmless (an
+    open file keeps its data).
+
+    Raises:
+        What :func:`local_file` raises; RemoteError: the cache is too small
+        for the shards being opened at once.
+    """
+    from .mirror import mirror_of
+
+    mirror = mirror_of(os.path.dirname(path))
+    if mirror is None:
+        yield path
+        return
+    from . import readahead
+
+    readahead.opened(path)
+    with mirror.opened(os.path.basename(path)):
+        yield path
 
 
 def read_ahead(paths: Sequence[str]) -> None:

@@ -12,13 +12,14 @@ it reads, and a spawned worker needs nothing but the path.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +29,14 @@ from ..formats._atomic import remove, write_text_atomic
 from ..formats.manifest import MANIFEST_NAME, Manifest
 from ..formats.names import entry_inside
 from ._forklock import ForkSafeLock
-from .cache import Expected, ShardCache, lock_path, locked
+from .cache import Expected, NoRoomAhead, ShardCache
+from .locks import lock_path, locked
 from .retry import ObjectMissing, RetryPolicy
 from .store import _SECRET_OPTIONS, Store
 from .urls import cache_key, scrub_url
 
 SETTINGS_NAME = ".fastdata-remote.json"
+OPEN_TRIES = 3
 
 
 def default_cache_dir() -> Path:
@@ -166,7 +169,7 @@ class Mirror:
         # name -> (error, monotonic time until which it stands; None: for good)
         self._failed: dict[str, tuple[BaseException, float | None]] = {}
 
-    def fetch(self, name: str) -> Path:
+    def fetch(self, name: str, *, ahead: bool = False) -> Path:
         """``directory/name``, downloaded and checked first if needed; a shard
         brings its index along. A failure is remembered: asking again for
         the same file raises the same error instead of downloading again
@@ -179,7 +182,9 @@ class Mirror:
         start, delay = time.monotonic(), policy.first_delay
         while True:
             try:
-                return self._fetch(name)
+                return self._fetch(name, ahead)
+            except NoRoomAhead:
+                raise  # a read-ahead without room now: nothing to remember
             except FormatError as exc:
                 self._failed[name] = (exc, None)
                 raise
@@ -197,16 +202,45 @@ class Mirror:
             time.sleep(delay)
             delay = min(delay * 2, policy.max_delay)
 
-    def _fetch(self, name: str) -> Path:
+    def _fetch(self, name: str, ahead: bool) -> Path:
         info = self.shards.get(name)
         if info is None:  # a small file: an index, a checksum file, a file named in extra
-            return self.cache.fetch(self.directory, name, self.store, self.expected(name))
+            return self.cache.fetch(self.directory, name, self.store, self.expected(name), ahead=ahead)
         files = [(data_object(self.manifest, name),
                   Expected(info.bytes, info.data_digest(registry.get(self.manifest.format).data_name)))]
         files += [(small, self.expected(small)) for small in (info.index, info.checksums) if small]
         # the shard and its sidecars at once: one round trip instead of one each
-        together([functools.partial(self.cache.fetch, self.directory, f, self.store, e) for f, e in files])
+        together([functools.partial(self.cache.fetch, self.directory, f, self.store, e, ahead=ahead) for f, e in files])
         return self.directory / name
+
+    @contextlib.contextmanager
+    def opened(self, name: str) -> Iterator[Path]:
+        """``directory/name`` fetched (a shard with its sidecars) and kept from
+        eviction while the body opens it: a shared lock on each file's lock
+        makes :meth:`ShardCache.make_room` pass it by. Without it, another
+        thread's or process's download could evict a shard between its fetch
+        and its opening (seen under load, with a cache of three shards).
+
+        Raises:
+            RemoteError: the files were evicted again each time before they
+                could be locked (a cache too small for the readers at once).
+            And what :meth:`fetch` raises.
+        """
+        info = self.shards.get(name)
+        names = [name] if info is None else [data_object(self.manifest, name), *(f for f in (info.index, info.checksums) if f)]
+        for _ in range(OPEN_TRIES):
+            self.fetch(name)
+            with contextlib.ExitStack() as pins:
+                for n in names:
+                    pins.enter_context(locked(lock_path(self.directory, n), shared=True))
+                if all(os.path.exists(entry_inside(self.directory, n)) for n in names):
+                    yield self.directory / name
+                    return
+        raise RemoteError(
+            f"{scrub_url(self.store.url_of(name))} was evicted from the shard cache {OPEN_TRIES} times between its "
+            f"download and its opening: the cache ({self.cache.limit_bytes} bytes) holds too few shards for the "
+            "readers of this machine at once. Fix: pass a larger cache_bytes to localize (or fewer workers)"
+        )
 
     def expected(self, name: str) -> Expected:
         """What the small file ``name`` must be: its size and digest from the

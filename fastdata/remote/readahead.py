@@ -100,7 +100,7 @@ class _ReadAhead:
             mirror = mirror_of(os.path.dirname(path))
             try:
                 if mirror is not None:
-                    mirror.fetch(os.path.basename(path))
+                    mirror.fetch(os.path.basename(path), ahead=True)
             except Exception:  # noqa: BLE001 - the foreground fetch of this shard raises it with context
                 pass
 
