@@ -15,9 +15,10 @@ import subprocess
 import sys
 import sysconfig
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 LOOPBACK = "127.0.0.1"
 KEY, SECRET = "fastdata-bench-key", "fastdata-bench-secret-0123456789"
@@ -62,7 +63,7 @@ def seaweedfs(workdir: Path, timeout: float = 60.0) -> Iterator[dict[str, str]]:
     with open(workdir / "weed.log", "wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=workdir, start_new_session=True)
     try:
-        if not _ready(env, timeout):
+        if not answers(lambda: _client(env), timeout):
             tail = (workdir / "weed.log").read_text(errors="replace")[-1500:]
             raise SystemExit(f"{Path(sys.argv[0]).stem}: SeaweedFS did not answer within {timeout:.0f} s; "
                              f"its log ends:\n{tail}")
@@ -77,15 +78,21 @@ def seaweedfs(workdir: Path, timeout: float = 60.0) -> Iterator[dict[str, str]]:
                 sock.unlink(missing_ok=True)
 
 
-def _ready(env: dict[str, str], timeout: float) -> bool:
-    """Up once a bucket can be made and an object written and read back."""
+def _client(env: dict[str, str]):
     import s3fs
 
+    return s3fs.S3FileSystem(key=KEY, secret=SECRET, endpoint_url=env["AWS_ENDPOINT_URL"], skip_instance_cache=True,
+                             config_kwargs={"connect_timeout": 1, "read_timeout": 5})
+
+
+def answers(client: Callable[[], Any], timeout: float) -> bool:
+    """Up once a bucket can be made and an object written and read back; ``client()`` gives the s3fs
+    filesystem to try with and is called again on each try. Also the remote tests' probe
+    (``tests/remote/servers.py``)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            fs = s3fs.S3FileSystem(key=KEY, secret=SECRET, endpoint_url=env["AWS_ENDPOINT_URL"],
-                                   skip_instance_cache=True, config_kwargs={"connect_timeout": 1, "read_timeout": 5})
+            fs = client()
             if not fs.exists("probe"):
                 fs.mkdir("probe")
             fs.pipe_file("probe/ping", b"ok")

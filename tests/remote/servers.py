@@ -19,6 +19,9 @@ import threading
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))  # its SeaweedFS probe, written once
+from seaweedfs import answers
+
 LOOPBACK = "127.0.0.1"
 
 
@@ -170,18 +173,7 @@ class SeaweedS3(Server):
         """Up once a bucket can be made and an object written and read back."""
         if not wait_for_port(self.ports["s3"], timeout):
             return False
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                fs = self.client()
-                if not fs.exists("probe"):
-                    fs.mkdir("probe")
-                fs.pipe_file("probe/ping", b"ok")
-                if fs.cat_file("probe/ping") == b"ok":
-                    return True
-            except Exception:  # noqa: BLE001 - not up yet
-                time.sleep(0.2)
-        return False
+        return answers(self.client, timeout)
 
     def stop(self) -> None:
         super().stop()
