@@ -76,6 +76,11 @@ def _engine_workers(args: argparse.Namespace) -> int | None:
 
         if (args.num_nodes or 1) > 1:
             raise ConfigError("--engine spreads the shards over the engine's cluster: leave out --num-nodes")
+        if args.num_nodes is None and _env_int("WORLD_SIZE", 1) > 1:
+            # torchrun (or another launcher) started this command on several nodes: each would convert everything
+            raise ConfigError(f"--engine spreads the shards over the engine's cluster, but WORLD_SIZE="
+                              f"{os.environ['WORLD_SIZE']} says this is one of several launched copies: run the "
+                              "command once (not under torchrun), or unset WORLD_SIZE")
         workers = workers if workers is not None else connect(args.engine)
     return workers
 
