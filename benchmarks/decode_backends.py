@@ -34,7 +34,7 @@ from fastdata.bench.report import table, write_all
 from fastdata.decode import available_backends, decode, native_available, native_status
 from fastdata.transforms import Compose, EncodedImage, RandomHorizontalFlip, RandomResizedCrop, ResizedCenterCrop, sample_resized_crop
 
-from photos import photo_folder
+from photos import add_folder_arguments, resolve_folder
 
 
 def restart_marked(data: list[bytes], files: list[str]) -> list[EncodedImage]:
@@ -162,17 +162,12 @@ def agreement(enc: list[EncodedImage]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("folder", nargs="?", help="a folder of JPEGs (default: --generate generated photos)")
-    ap.add_argument("--generate", type=int, default=240, metavar="N", help="photos to generate without a folder")
-    ap.add_argument("--rounds", type=int, default=5)
+    add_folder_arguments(ap)
     ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
     ap.add_argument("--agreement", action="store_true")
     ap.add_argument("--out", default="bench-results/decode")
-    ap.add_argument("--quick", action="store_true", help="a check that it runs, not a measurement: 16 photos, 1 round")
     args = ap.parse_args()
-    if args.quick:
-        args.rounds, args.generate = 1, 16
-    args.folder = str(photo_folder("decode_backends", args.folder, args.generate, flag="IMAGE_FOLDER"))
+    resolve_folder("decode_backends", args)
     os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]}) if hasattr(os, "sched_setaffinity") else None
     files = sorted(os.path.join(d, f) for d, _, fs in os.walk(args.folder) for f in fs if f.lower().endswith((".jpg", ".jpeg")))
     data = [open(f, "rb").read() for f in files]

@@ -30,6 +30,23 @@ def photo_folder(script: str, given: str | Path | None, generate: int, flag: str
     return default_dataset(generate)
 
 
+def add_folder_arguments(ap, *, generate: int = 240, rounds: int = 5) -> None:
+    """The arguments of a script that times something over a folder of JPEGs: the folder
+    (optional), ``--generate``, ``--rounds`` and ``--quick``; :func:`resolve_folder` reads them."""
+    ap.add_argument("folder", nargs="?", help="a folder of JPEGs (default: --generate generated photos)")
+    ap.add_argument("--generate", type=int, default=generate, metavar="N", help="photos to generate without a folder")
+    ap.add_argument("--rounds", type=int, default=rounds)
+    ap.add_argument("--quick", action="store_true", help="a check that it runs, not a measurement: 16 photos, 1 round")
+
+
+def resolve_folder(script: str, args) -> None:
+    """After :func:`add_folder_arguments`: ``--quick``'s 1 round of 16 photos, and ``args.folder``
+    the folder to read (generated photos when none was given)."""
+    if args.quick:
+        args.rounds, args.generate = 1, 16
+    args.folder = str(photo_folder(script, args.folder, args.generate, flag="IMAGE_FOLDER"))
+
+
 def as_dataset(photos: Path, out: Path, shards: int = 1) -> Path:
     """The JPEGs of ``photos``' class folders as a RecordIO dataset in ``out``, in about ``shards`` shards
     (labels: the class folders, in name order). The library's writer, so that ``fastdata.converters`` need

@@ -35,7 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from decode_backends import run_cpu_clock  # noqa: E402
-from photos import photo_folder  # noqa: E402
+from photos import add_folder_arguments, resolve_folder  # noqa: E402
 
 from fastdata.bench.harness import Variant  # noqa: E402
 from fastdata.bench.report import table, write_all  # noqa: E402
@@ -92,16 +92,11 @@ def sizes(data: list[bytes], chunks: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("folder", nargs="?", help="a folder of JPEGs (default: --generate generated photos)")
-    ap.add_argument("--generate", type=int, default=240, metavar="N", help="photos to generate without a folder")
-    ap.add_argument("--rounds", type=int, default=5)
+    add_folder_arguments(ap)
     ap.add_argument("--chunks", type=int, default=native.RESTART_CHUNKS)
     ap.add_argument("--out", default="bench-results/transcode")
-    ap.add_argument("--quick", action="store_true", help="a check that it runs, not a measurement: 16 photos, 1 round")
     args = ap.parse_args()
-    if args.quick:
-        args.rounds, args.generate = 1, 16
-    args.folder = str(photo_folder("transcode", args.folder, args.generate, flag="IMAGE_FOLDER"))
+    resolve_folder("transcode", args)
     if native.cropdecode is None:
         sys.exit(f"transcode benchmark: the compiled crop decoder is not built ({native.native_status()})")
     import simplejpeg
