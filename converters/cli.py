@@ -10,6 +10,7 @@ one ``fastdata: error: ...`` line, never a traceback); 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -131,11 +132,29 @@ def _run_convert(args: argparse.Namespace) -> int:
     from .conversion.convert import convert
 
     request = convert_request(args)
+    url = request.src if request.src is not None and _is_url(request.src) else None
+    if url is not None:  # the objects copied here first
+        from fastdata.remote.urls import scrub_url
+
+        from .remote_source import fetch_source
+
+        request = dataclasses.replace(request, src=str(fetch_source(url, quiet=request.quiet)),
+                                      source_url=scrub_url(url.rstrip("/")))
+    if request.run.engine is not None and (url is not None or _is_url(request.out)):
+        from .workers.engines import one_machine
+
+        one_machine(request.run.engine)
     if _is_url(request.out):  # convert locally, then upload, the manifest last
         from .remote_io import convert as convert_remote
 
-        return convert_remote(request, convert)
-    return convert(request)
+        code = convert_remote(request, convert)
+    else:
+        code = convert(request)
+    if url is not None and code == 0:
+        from .remote_source import remove_source
+
+        remove_source(url)
+    return code
 
 
 def _add_merge(sub) -> None:

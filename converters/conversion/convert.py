@@ -97,7 +97,7 @@ def _convert(req: ConvertRequest, stdout: TextIO, stderr: TextIO) -> int:
 
     try:
         written = write_shards(str(out), plan, pending, req.run, progress if progress.shown else None,
-                               recorded, plan.source["root"])
+                               recorded, sources_root(plan))
     finally:
         progress.close()
     this_run = Summary.from_records(str(out), plan, written)
@@ -235,7 +235,13 @@ def shard_sources(plan: Plan, shard: ShardPlan, record: ShardRecord) -> str:
     """The lines of :data:`SOURCES_FILE` for ``shard``'s samples, given its done record
     (its skipped files have none): for shards recorded by an earlier run or another
     node (the workers make them for the shards they write, see :class:`.work.ShardJob`)."""
-    return sources_lines(plan.source["root"], shard.items, record.skipped)
+    return sources_lines(sources_root(plan), shard.items, record.skipped)
+
+
+def sources_root(plan: Plan) -> str:
+    """What :data:`SOURCES_FILE` names each image under: the folder, or for a
+    source copied from a URL that URL (the copy is gone once converted)."""
+    return plan.source.get("url") or plan.source["root"]
 
 
 def _check_request(req: ConvertRequest) -> None:
@@ -272,6 +278,7 @@ def _source(req: ConvertRequest) -> dict:
             "root": os.path.abspath(req.src),
             "extensions": list(req.extensions),
             "allow_empty_classes": req.allow_empty_classes,
+            **({"url": req.source_url} if req.source_url is not None else {}),
         }
     if req.list_file is None:  # _check_request: SRC or --list, one of them
         raise ConfigError("give either SRC (an image folder) or --list FILE")

@@ -13,7 +13,8 @@ from .pack import RunOptions
 class ConvertRequest:
     """Everything ``fastdata convert`` was asked to do.
 
-    ``src`` is an ImageFolder root; or ``list_file`` (im2rec ``.lst``) with
+    ``src`` is an ImageFolder root (``source_url``: the URL it was copied
+    from, recorded in the manifest); or ``list_file`` (im2rec ``.lst``) with
     ``root`` (default: the list's folder). See the CLI help for the rest.
     """
 
@@ -21,6 +22,7 @@ class ConvertRequest:
     options: PlanOptions
     run: RunOptions = dataclasses.field(default_factory=RunOptions)
     src: str | None = None
+    source_url: str | None = None
     list_file: str | None = None
     root: str | None = None
     extensions: tuple[str, ...] = DEFAULT_EXTENSIONS

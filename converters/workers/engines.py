@@ -54,6 +54,32 @@ def connect(engine: str) -> int:
     raise ConfigError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
 
 
+def one_machine(engine: str) -> None:
+    """Check that ``engine``'s cluster (joined by :func:`connect`) is this one
+    machine: a URL source or output is staged in a folder of this machine,
+    which the tasks of other machines would not see.
+
+    Raises:
+        ConfigError: the cluster spans several machines (with the fix).
+    """
+    connect(engine)
+    if engine == "ray":
+        import ray
+
+        hosts = {n.get("NodeManagerAddress") for n in ray.nodes() if n.get("Alive")}
+        several = len(hosts) > 1
+    else:
+        from pyspark.sql import SparkSession
+
+        session = SparkSession.getActiveSession()
+        several = session is not None and not (session.sparkContext.master or "").startswith("local")
+    if several:
+        raise ConfigError(f"--engine {engine} with a URL SRC or OUT stages the images and shards in a folder of this "
+                          "machine, which the other machines of the cluster do not see: convert from and into a "
+                          "folder every node mounts at the same path (a shared filesystem, a FUSE-mounted "
+                          "bucket), or convert the URL without --engine on one machine")
+
+
 def engine_pool(engine: str, workers: int, init: Callable[..., None], *, report: bool = False,
                 args: tuple = ()) -> Pool:
     """A pool of at most ``workers`` tasks of ``engine`` at a time, each worker

@@ -1,0 +1,73 @@
+"""``fastdata convert URL OUT``: an image folder in object storage (here a
+``file://`` URL, the same code path as ``s3://`` through fsspec) converts to
+the bytes of the same folder on disk; a re-run fetches only what is missing;
+a hostile listing writes nothing outside the copy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fastdata.bench.default_data import default_dataset
+from fastdata.converters.cli import main
+from fastdata.converters.remote_source import fetch_source, source_dir
+from fastdata.errors import ConfigError
+from fastdata.remote.store import Store
+
+CONVERT = ["--format", "recordio", "--shards", "3", "--workers", "1", "-q"]
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # where the source copy goes
+    return default_dataset(24, root=tmp_path / "photos")
+
+
+def _files(directory: Path) -> dict[str, bytes]:
+    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def test_a_url_source_converts_to_the_bytes_of_the_folder(folder, tmp_path):
+    assert main(["convert", str(folder), str(tmp_path / "from-disk"), *CONVERT]) == 0
+    assert main(["convert", folder.as_uri(), str(tmp_path / "from-url"), *CONVERT]) == 0
+    disk, url = _files(tmp_path / "from-disk"), _files(tmp_path / "from-url")
+    assert disk.keys() == url.keys()
+    # the shards and indexes are the same bytes; the list of sources names the objects' URLs
+    assert [n for n in disk if disk[n] != url[n]] == ["manifest.json", "sources.jsonl"]
+    source = json.loads(url["manifest.json"])["extra"]["converter"]["source"]
+    assert source["url"] == folder.as_uri()
+    listed = [json.loads(line) for line in url["sources.jsonl"].decode().splitlines()]
+    assert listed == [folder.as_uri() + p[len(str(folder)):] for p in map(json.loads, disk["sources.jsonl"].decode().splitlines())]
+    assert not source_dir(folder.as_uri()).exists()  # the copy is removed once the conversion finished
+    assert main(["verify", str(tmp_path / "from-url"), "-q"]) == 0
+
+
+def test_a_second_fetch_downloads_only_what_is_missing(folder, monkeypatch):
+    fetched = []
+    real = Store.download
+    monkeypatch.setattr(Store, "download", lambda self, name, local: (fetched.append(name), real(self, name, local)))
+    local = fetch_source(folder.as_uri(), quiet=True)
+    first = len(fetched)
+    assert first == sum(1 for p in folder.rglob("*") if p.is_file())
+    victim = sorted(p for p in local.rglob("*.jpg"))[0]
+    victim.unlink()
+    fetch_source(folder.as_uri(), quiet=True)
+    assert fetched[first:] == [victim.relative_to(local).as_posix()]
+
+
+@pytest.mark.parametrize("name", ["../../outside.jpg", "/etc/outside.jpg", "a/../../outside.jpg"])
+def test_an_object_named_outside_the_folder_is_refused(folder, tmp_path, monkeypatch, name):
+    monkeypatch.setattr(Store, "listing", lambda self: {"cats/a.jpg": 3, name: 3})
+    monkeypatch.setattr(Store, "download", lambda self, n, local: pytest.fail(f"downloaded {n}"))
+    with pytest.raises(ConfigError, match=r"object .*outside\.jpg.* not a plain relative name"):
+        fetch_source(folder.as_uri(), quiet=True)
+    assert not list(tmp_path.rglob("outside.jpg"))
+
+
+def test_an_empty_url_says_so(folder, tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["convert", empty.as_uri(), str(tmp_path / "out"), *CONVERT]) == 2
+    assert "no objects there" in capsys.readouterr().err
