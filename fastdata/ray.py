@@ -1,4 +1,5 @@
-"""A fastdata dataset as a Ray Data ``Dataset``: :func:`read_shards`.
+"""A fastdata dataset as a Ray Data ``Dataset`` (:func:`read_shards`), and a
+``Dataset`` of images written as one (:func:`write_shards`).
 
 So that a Ray cluster's CPU-only nodes can decode and crop for GPU nodes, a
 read task builds each sample exactly as a loader does: ``dataset[key]``
@@ -9,12 +10,18 @@ an epoch the rows, in order, are the samples ``make_loader(dataset,
 seed=seed, rank=rank, world_size=world_size)`` deals that rank in that
 epoch, with the same pixels.
 
+:func:`write_shards` is the engine ``fastdata.converters.engines.ray``
+(Ray Data's ``Datasink``: each write task writes whole shards under an
+attempt folder of its own; the driver commits the attempts Ray Data counted
+and writes the one manifest last).
+
 Needs the extra ``fastdata[ray]``; importing :mod:`fastdata` never imports Ray.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,7 +32,7 @@ from .errors import ConfigError
 from .loading.sampler import ShardedSampler
 from .order.generators import SampleKey
 
-__all__ = ["read_shards"]
+__all__ = ["read_shards", "write_shards"]
 
 
 def read_shards(path: Any, *, seed: int | None = None, epoch: int = 0, rank: int = 0, world_size: int = 1,
@@ -82,6 +89,39 @@ def read_shards(path: Any, *, seed: int | None = None, epoch: int = 0, rank: int
                     for a, b in runs]
 
     return read_datasource(_Shards(), override_num_blocks=len(runs))
+
+
+def write_shards(ds: Any, out: str | os.PathLike[str], *, format: str, image: str = "bytes",
+                 label: str = "label", name: str | None = "path", classes: list[str] | None = None,
+                 encode: Any = None, on_error: str = "skip", ray_remote_args: dict[str, Any] | None = None
+                 ) -> dict[str, Any]:
+    """Write the ``ray.data.Dataset`` ``ds`` into the dataset folder ``out``,
+    one shard a block, and return a summary (``shards``, ``images``, ``skipped``).
+
+    Sample ids are the rows' positions in ``ds``'s order (its blocks in
+    order, then their rows); ``ds.repartition(n)`` first for ``n`` shards. A
+    write task whose worker dies is retried and its first attempt's files
+    removed; a job that fails leaves no manifest. See
+    ``fastdata.converters.engines.ray.write_shards`` for each argument
+    (``image``: the bytes column, ``bytes`` as ``ray.data.read_binary_files``
+    names it; ``name``: ``path`` with ``include_paths=True``).
+
+    Raises:
+        ConfigError: Ray Data or the converters are not installed; an unknown
+            format, a missing column, or ``out`` already finished.
+    """
+    try:
+        import ray.data  # noqa: F401 -- imported here so that its absence is named
+
+        from fastdata.converters.engines import ray as engine
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").startswith("fastdata.converters"):
+            raise ConfigError("fastdata.ray.write_shards needs fastdata.converters, which a source checkout "
+                              "imported from its root lacks: pip install -e . (or run from another directory)") from None
+        raise ConfigError(f"fastdata.ray.write_shards needs Ray Data ({exc.name} is missing): "
+                          "pip install 'fastdata[ray]'") from None
+    return engine.write_shards(ds, out, format=format, image=image, label=label, name=name, classes=classes,
+                               encode=encode, on_error=on_error, ray_remote_args=ray_remote_args)
 
 
 def _read_runs(dataset: Any, seed: int | None, epoch: int, rank: int, world_size: int,

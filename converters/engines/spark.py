@@ -8,7 +8,8 @@ format's ``write_shard``. The commit rule: a task attempt writes under
 returns its shard's record; the driver takes the one attempt Spark counted
 for each partition, moves its files into OUT, removes every other attempt
 (a retried task's, a speculative copy's), and writes the one manifest last.
-A job that fails leaves no manifest (and removes its attempts).
+A job that fails leaves no manifest (and removes its attempts). The task
+and the commit are :mod:`.commit`'s, shared with :mod:`.ray`.
 
 Installed as ``fastdata.converters.engines.spark`` (the library never imports the converters).
 """
@@ -16,22 +17,14 @@ Installed as ``fastdata.converters.engines.spark`` (the library never imports th
 from __future__ import annotations
 
 import os
-import shutil
-import uuid
-from pathlib import Path
 from typing import Any
 
-from fastdata.errors import ConfigError
-from fastdata.formats import dataset_writer, registry
-from fastdata.formats.sample import Sample
+from fastdata.formats import registry
 
-from ..conversion.normalize import EncodeOptions, prepare
-from ..planning.scan import SkippedFile
+from ..conversion.normalize import EncodeOptions
+from .commit import ATTEMPTS, Attempt, ShardOptions, abandon, attempts_folder, check_options, commit, write_attempt
 
-__all__ = ["write_shards"]
-
-#: Where task attempts write, under OUT; removed before the manifest is written.
-ATTEMPTS = ".fastdata-attempts"
+__all__ = ["ATTEMPTS", "write_shards"]
 
 
 def write_shards(df: Any, out: str | os.PathLike[str], *, format: str, image: str = "content",
@@ -59,17 +52,9 @@ def write_shards(df: Any, out: str | os.PathLike[str], *, format: str, image: st
         ConfigError: an unknown format, a missing column, ``out`` already finished.
     """
     spec = registry.get(format)
-    missing = [c for c in (image, label, name) if c is not None and c not in df.columns]
-    if missing:
-        raise ConfigError(f"write_shards: the DataFrame has no column {', '.join(map(repr, missing))} "
-                          f"(it has {', '.join(df.columns)})")
-    if on_error not in ("skip", "raise"):
-        raise ConfigError(f"write_shards: on_error must be 'skip' or 'raise', got {on_error!r}")
-    out = Path(out).absolute()
-    if (out / "manifest.json").exists():
-        raise ConfigError(f"{out} already holds a finished dataset; write into another folder")
-    attempts = out / ATTEMPTS
-    attempts.mkdir(parents=True, exist_ok=True)
+    check_options("write_shards", list(df.columns), [image, label, name], on_error)
+    out, attempts = attempts_folder(out)
+    options = ShardOptions(spec.name, encode or EncodeOptions(), on_error, classes)
     columns = [image, label] + ([name] if name is not None else [])
     rows = df.select(*columns).rdd
     counts = rows.mapPartitionsWithIndex(lambda k, it: [(k, sum(1 for _ in it))]).collect()
@@ -78,57 +63,21 @@ def write_shards(df: Any, out: str | os.PathLike[str], *, format: str, image: st
     for k, n in sorted(counts):
         first[k] = total
         total += n
-    task = _ShardTask(str(attempts), spec.name, first, encode or EncodeOptions(), on_error, classes)
     try:
-        results = sorted(rows.mapPartitionsWithIndex(task).collect())
-        for _, folder, info, *_ in results:
-            if info is not None:
-                for entry in sorted(Path(folder).iterdir()):
-                    os.replace(entry, out / entry.name)
-    finally:
-        shutil.rmtree(attempts, ignore_errors=True)  # every attempt Spark did not count, and the counted ones' folders
-    infos = [info for _, _, info, _, _, _ in results if info is not None]
-    top = max((r[5] for r in results), default=-1)
-    names = classes if classes is not None else [str(c) for c in range(top + 1)]
-    dataset_writer.finish_dataset(out, spec.name, infos, names, extra={"converter": {"engine": "spark"}})
-    skipped = [s for r in results for s in r[4]]
-    return {"shards": len(infos), "images": sum(r[3] for r in results), "skipped": skipped}
+        results = rows.mapPartitionsWithIndex(_ShardTask(str(attempts), first, options)).collect()
+    except BaseException:
+        abandon(attempts)
+        raise
+    return commit(out, attempts, results, options, "spark")
 
 
 class _ShardTask:
     """What each partition's task runs (picklable: Spark ships it to the executors)."""
 
-    def __init__(self, attempts: str, fmt: str, first: dict[int, int], encode: EncodeOptions, on_error: str,
-                 classes: list[str] | None) -> None:
-        self.attempts, self.fmt, self.first = attempts, fmt, first
-        self.encode, self.on_error, self.classes = encode, on_error, classes
+    def __init__(self, attempts: str, first: dict[int, int], options: ShardOptions) -> None:
+        self.attempts, self.first, self.options = attempts, first, options
 
-    def __call__(self, partition: int, rows: Any) -> list[tuple]:
-        rows = list(rows)
-        if not rows:
-            return [(partition, "", None, 0, [], -1)]
-        folder = Path(self.attempts) / f"{partition:05d}-{uuid.uuid4().hex}"
-        folder.mkdir(parents=True)
-        skipped: list[tuple[str, str]] = []
-        top = [-1]
-
-        def samples():
-            for i, row in enumerate(rows):
-                label = int(row[1])
-                shown = str(row[2]) if len(row) > 2 else f"row {self.first[partition] + i}"
-                try:
-                    img = prepare(bytes(row[0]), shown, self.encode)
-                except SkippedFile as exc:
-                    if self.on_error == "raise":
-                        raise
-                    skipped.append((shown, exc.reason))
-                    continue
-                top[0] = max(top[0], label)
-                yield Sample(image=img.data, label=label, id=self.first[partition] + i, filename=shown,
-                             height=img.height, width=img.width,
-                             class_text=self.classes[label] if self.classes and 0 <= label < len(self.classes) else "")
-
-        spec = registry.get(self.fmt)
-        info = spec.write_shard(str(folder / f"shard-{partition:05d}{spec.suffix}"), samples())
-        # an all-skipped partition writes no shard (DALI's mxnet index cannot hold an empty one)
-        return [(partition, str(folder), info if info.records else None, info.records, skipped, top[0])]
+    def __call__(self, partition: int, rows: Any) -> list[Attempt]:
+        start = self.first[partition]
+        numbered = ((start + i, row[0], row[1], row[2] if len(row) > 2 else None) for i, row in enumerate(rows))
+        return [write_attempt(self.attempts, f"{partition:05d}", partition, numbered, self.options)]

@@ -39,6 +39,9 @@ class RayNodes:
         # RAY_AUTH_MODE: a token in ~/.ray (left by any local ray.init) would turn token checks on for the
         # nodes and not every client sends it; on loopback there is nothing to guard
         self._env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled", **(env or {})}
+        # `fastdata convert --engine ray` in this process may have set Ray's one-machine switch
+        # (engines.LOCAL_ONLY); a second node started with it refuses to join
+        self._env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
         ray_cli = str(Path(sys.executable).with_name("ray"))
         self._cli = ray_cli if os.path.exists(ray_cli) else shutil.which("ray") or "ray"
         try:

@@ -1,0 +1,173 @@
+"""What the Spark and the Ray writers share: one task attempt writing one
+shard under a folder of its own (:func:`write_attempt`), and the driver's
+commit of the attempts the engine counted (:func:`commit`).
+
+The rule: an attempt writes ``OUT/.fastdata-attempts/<shard>-<uuid>/`` and
+returns an :class:`Attempt`; only the attempts the engine hands back as its
+job's result are moved into OUT; every other (a retried task's, a killed
+worker's half shard, a speculative copy's) goes with the attempts folder,
+which is removed whether the job finished or not; the manifest is written
+last, so a job that fails leaves no dataset that reads as whole.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import os
+import shutil
+import uuid
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from fastdata.errors import ConfigError
+from fastdata.formats import dataset_writer, registry
+from fastdata.formats.sample import Sample, ShardInfo
+
+from ..conversion.normalize import EncodeOptions, prepare
+from ..planning.scan import SkippedFile
+
+#: Where task attempts write, under OUT; removed before the manifest is written.
+ATTEMPTS = ".fastdata-attempts"
+
+#: One row as a task hands it to :func:`write_attempt`: (sample id, image bytes, label, name or None).
+Row = tuple[int, bytes, int, "str | None"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardOptions:
+    """How every task writes its shard (picklable: shipped to the engine's workers)."""
+
+    format: str
+    encode: EncodeOptions = dataclasses.field(default_factory=EncodeOptions)
+    on_error: str = "skip"
+    classes: list[str] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Attempt:
+    """What one task attempt wrote: ``order`` places its shard among the
+    others; ``folder`` is its attempt folder ("" when it wrote nothing);
+    ``info`` the shard (None: every row skipped, or no rows); ``top`` the
+    largest label written (-1: none)."""
+
+    order: int
+    folder: str
+    info: ShardInfo | None
+    images: int
+    skipped: list[tuple[str, str]]
+    top: int
+
+
+def check_options(who: str, columns: list[str], wanted: list[str | None], on_error: str) -> None:
+    """Refuse a missing column or an unknown ``on_error`` before any task runs.
+
+    Raises:
+        ConfigError: naming the missing columns and those there are.
+    """
+    missing = [c for c in wanted if c is not None and c not in columns]
+    if missing:
+        raise ConfigError(f"{who}: the data has no column {', '.join(map(repr, missing))} "
+                          f"(it has {', '.join(columns)})")
+    if on_error not in ("skip", "raise"):
+        raise ConfigError(f"{who}: on_error must be 'skip' or 'raise', got {on_error!r}")
+
+
+def attempts_folder(out: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """``out`` made absolute, and its attempts folder, created.
+
+    Raises:
+        ConfigError: ``out`` already holds a finished dataset.
+    """
+    out = Path(out).absolute()
+    if (out / "manifest.json").exists():
+        raise ConfigError(f"{out} already holds a finished dataset; write into another folder")
+    attempts = out / ATTEMPTS
+    attempts.mkdir(parents=True, exist_ok=True)
+    return out, attempts
+
+
+def abandon(attempts: Path) -> None:
+    """Remove every attempt of a job that did not finish (no manifest is written)."""
+    shutil.rmtree(attempts, ignore_errors=True)
+
+
+def write_attempt(attempts: str, shard: str, order: int, rows: Iterable[Row], options: ShardOptions) -> Attempt:
+    """Write ``rows`` (ids increasing) as the shard ``shard-<shard>`` in an
+    attempt folder of its own under ``attempts``. An unreadable image is left
+    out and listed (``on_error="skip"``) or fails the task (``"raise"``)."""
+    rows = iter(rows)
+    first = next(rows, None)
+    if first is None:
+        return Attempt(order, "", None, 0, [], -1)
+    folder = Path(attempts) / f"{shard}-{uuid.uuid4().hex}"
+    folder.mkdir(parents=True)
+    skipped: list[tuple[str, str]] = []
+    top = [-1]
+    classes = options.classes
+
+    def samples() -> Iterator[Sample]:
+        for sample_id, data, label, name in itertools.chain([first], rows):
+            label = int(label)
+            shown = str(name) if name is not None else f"row {sample_id}"
+            try:
+                img = prepare(bytes(data), shown, options.encode)
+            except SkippedFile as exc:
+                if options.on_error == "raise":
+                    raise
+                skipped.append((shown, exc.reason))
+                continue
+            top[0] = max(top[0], label)
+            yield Sample(image=img.data, label=label, id=sample_id, filename=shown, height=img.height,
+                         width=img.width, class_text=classes[label] if classes and 0 <= label < len(classes) else "")
+
+    spec = registry.get(options.format)
+    info = spec.write_shard(str(folder / f"shard-{shard}{spec.suffix}"), samples())
+    # an all-skipped shard is left out (DALI's mxnet index cannot hold an empty one)
+    return Attempt(order, str(folder), info if info.records else None, info.records, skipped, top[0])
+
+
+def commit(out: Path, attempts: Path, counted: list[Attempt], options: ShardOptions, engine: str, *,
+           renumber: bool = False) -> dict[str, Any]:
+    """Move the counted attempts' files into ``out`` (in ``order``), remove
+    the attempts folder (every attempt not counted), write the manifest last;
+    return the summary (``shards``, ``images``, ``skipped``).
+
+    ``renumber``: the shards are named ``shard-00000...`` in ``order`` as
+    they are moved (an engine whose tasks cannot know their shard's place).
+    """
+    counted = sorted(counted, key=lambda a: a.order)
+    suffix = registry.get(options.format).suffix
+    infos: list[ShardInfo] = []
+    try:
+        for attempt in counted:
+            if attempt.info is None:
+                continue
+            old = attempt.info.file[: -len(suffix)] if suffix else attempt.info.file
+            new = dataset_writer.shard_name(options.format, len(infos))[: -len(suffix) or None] if renumber else old
+            for entry in sorted(Path(attempt.folder).iterdir()):
+                os.replace(entry, out / _renamed(entry.name, old, new))
+            infos.append(_renamed_info(attempt.info, old, new))
+    finally:
+        abandon(attempts)
+    top = max((a.top for a in counted), default=-1)
+    names = options.classes if options.classes is not None else [str(c) for c in range(top + 1)]
+    dataset_writer.finish_dataset(out, options.format, infos, names, extra={"converter": {"engine": engine}})
+    return {"shards": len(infos), "images": sum(a.images for a in counted),
+            "skipped": [s for a in counted for s in a.skipped]}
+
+
+def _renamed(name: str, old: str, new: str) -> str:
+    """A shard file's name (``shard-x.rec``, ``shard-x.rec.crc``, ``shard-x.lmdb/data.mdb``) with the stem ``new``."""
+    return new + name[len(old):] if name.startswith(old + ".") else name
+
+
+def _renamed_info(info: ShardInfo, old: str, new: str) -> ShardInfo:
+    if old == new:
+        return info
+    return dataclasses.replace(
+        info, file=_renamed(info.file, old, new),
+        index=None if info.index is None else _renamed(info.index, old, new),
+        checksums=None if info.checksums is None else _renamed(info.checksums, old, new),
+        digests={_renamed(k, old, new): v for k, v in info.digests.items()})
