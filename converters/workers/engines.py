@@ -37,13 +37,20 @@ def connect(engine: str) -> int:
         ConfigError: an unknown engine, or its extra is not installed.
     """
     if engine == "ray":
-        if not os.environ.get("RAY_ADDRESS"):
-            # No cluster named: the one Ray starts here serves this machine only, so it need not
-            # listen on the machine's network address; Ray reads this when it is imported.
-            os.environ.setdefault(LOCAL_ONLY[0], LOCAL_ONLY[1])
-        ray = _need("ray", "ray")
-        if not ray.is_initialized():
-            ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+        # No cluster named: the one Ray starts here serves this machine only, so it need not listen
+        # on the machine's network address. Ray reads the switch when it is first imported, and the
+        # processes it starts inherit it; it is taken back once started, else a cluster this process
+        # starts later (``ray start`` of a test, a notebook) would refuse its second node.
+        alone = not os.environ.get("RAY_ADDRESS") and LOCAL_ONLY[0] not in os.environ
+        if alone:
+            os.environ[LOCAL_ONLY[0]] = LOCAL_ONLY[1]
+        try:
+            ray = _need("ray", "ray")
+            if not ray.is_initialized():
+                ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+        finally:
+            if alone:
+                del os.environ[LOCAL_ONLY[0]]
         return max(1, int(ray.cluster_resources().get("CPU", 1)))
     if engine == "spark":
         _need("pyspark", "spark")

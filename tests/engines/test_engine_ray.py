@@ -91,6 +91,23 @@ def test_read_shards_gives_the_loaders_samples(ray_nodes, reference):
     assert [r["bytes"] for r in plain[:5]] == [stored.encoded(i)[0] for i in range(5)]
 
 
+@pytest.mark.parametrize("name", ["im2rec_passthrough.rec", "train-00000-of-00002.tfrecord"])
+def test_read_shards_reads_what_mxnet_and_tensorflow_wrote(ray_nodes, shared_data, name):
+    """Shards another tool wrote (the real MXNet's im2rec, TensorFlow's TFRecordWriter) read as
+    open_dataset reads them: the same keys, targets and stored bytes."""
+    from fastdata import open_dataset
+    from fastdata.ray import read_shards
+
+    path = str(shared_data / "vectors" / name)
+    rows = read_shards(path).take_all()
+    dataset = open_dataset(path)
+    assert len(rows) == len(dataset) > 0
+    assert [r["key"] for r in rows] == list(range(len(dataset)))
+    for r in rows:
+        data, target, _ = dataset.encoded(r["key"])
+        assert r["bytes"] == data and np.array_equal(r["target"], target)
+
+
 def test_a_node_that_leaves_mid_run(ray_nodes, photos, reference, tmp_path):
     """Last in this module: the cluster is one node afterwards."""
     out = tmp_path / "node-left"
