@@ -18,8 +18,8 @@ seconds per task, it also works out on paper what converting ImageNet's
 1.28 M training photos (about 140 GB) takes on 8 and 64 nodes of
 ``--cores-per-node`` cores, with 64 MB shards.
 
-Needs the extras ``ray`` and ``spark`` and the checkout's ``tests/engines``
-(the clusters the tests start).
+Needs the extras ``ray`` and ``spark``; the clusters are ``clusters.py`` beside
+it (the engine tests start the same ones).
 
     python benchmarks/engine_convert.py [--photos DIR] [--copies 4] [--rounds 3] [--warmup 1] [--json out.json]
     python benchmarks/engine_convert.py --quick   # a check that it runs: 1 round, the photos once
@@ -39,7 +39,6 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
 IMAGENET = {"images": 1_281_167, "bytes": 140 * 10**9}  # ILSVRC-2012 train: 1.28 M JPEGs, ~140 GB
 SHARD_BYTES = 64 << 20  # fastdata convert's default --shard-size
 
@@ -59,7 +58,6 @@ def main() -> int:
     args = p.parse_args()
     if args.quick:
         args.rounds, args.warmup, args.copies, args.generate = 1, 0, 1, 40
-    sys.path.insert(0, str(ROOT / "tests" / "engines"))
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     try:
         import pyspark  # noqa: F401
@@ -68,7 +66,7 @@ def main() -> int:
         from clusters import RayNodes, spark_session
     except ImportError as exc:
         raise SystemExit(f"engine_convert.py: {exc}; pip install -e '.[ray,spark]' in a checkout "
-                         "(tests/engines holds the clusters it starts)") from None
+                         "(benchmarks/clusters.py starts the clusters)") from None
     from photos import photo_folder
 
     from fastdata.converters.cli import main as fastdata

@@ -33,7 +33,7 @@ CHECKS = [(cmd, name) for cmd, name in CHECKS if cmd.endswith((" --quick", " --h
 QUICK = {name: shlex.split(cmd)[2:] for cmd, name in CHECKS if cmd.endswith(" --quick")}
 HELP_ONLY = {name for cmd, name in CHECKS if cmd.endswith(" --help")}
 SHELL = {name for cmd, name in CHECKS if cmd.startswith("bash -n ")}
-NOT_SCRIPTS = {"photos.py", "seaweedfs.py", "latency_proxy.py"}  # modules the scripts import
+NOT_SCRIPTS = {"photos.py", "seaweedfs.py", "latency_proxy.py", "clusters.py"}  # modules the scripts import
 # What each quick run gets besides: its scratch space in the test's folder, not the machine's /tmp or cwd.
 EXTRA = {"convert_scaling.py": lambda tmp: ["--scratch", str(tmp / "scratch")],
          "bench_stability.py": lambda tmp: ["--out", str(tmp / "stability")]}

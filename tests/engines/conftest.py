@@ -7,13 +7,16 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from clusters import MISSING, RayNodes, spark_session
 
-from fastdata.converters.cli import main
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))  # the clusters, shared with engine_convert.py
+from clusters import MISSING, RayNodes, spark_session  # noqa: E402
+
+from fastdata.converters.cli import main  # noqa: E402
 
 #: The shard options every engine test converts with: 6 shards, cut into pieces
 #: as workers come free (so joins run as engine tasks too).

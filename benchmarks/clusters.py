@@ -1,4 +1,4 @@
-"""Engines on this machine for the tests and the benchmark: a two-node Ray
+"""Engines on this machine for ``engine_convert.py`` and the engine tests (``tests/engines``): a two-node Ray
 cluster (``ray start --head`` and a second ``ray start --address``, on
 127.0.0.1 only) and a Spark ``local[2,2]`` session, each stopped by the
 process ids it started."""
