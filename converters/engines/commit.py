@@ -31,8 +31,9 @@ from ..planning.scan import SkippedFile
 #: Where task attempts write, under OUT; removed before the manifest is written.
 ATTEMPTS = ".fastdata-attempts"
 
-#: One row as a task hands it to :func:`write_attempt`: (sample id, image bytes, label, name or None).
-Row = tuple[int, bytes, int, "str | None"]
+#: One row as a task hands it to :func:`write_attempt`: (sample id, image bytes or the path or URL
+#: of the image file, label, name or None).
+Row = tuple[int, "bytes | str", int, "str | None"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,9 +111,9 @@ def write_attempt(attempts: str, shard: str, order: int, rows: Iterable[Row], op
     def samples() -> Iterator[Sample]:
         for sample_id, data, label, name in itertools.chain([first], rows):
             label = int(label)
-            shown = str(name) if name is not None else f"row {sample_id}"
+            shown = str(name) if name is not None else data if isinstance(data, str) else f"row {sample_id}"
             try:
-                img = prepare(bytes(data), shown, options.encode)
+                img = prepare(image_bytes(data), shown, options.encode)
             except SkippedFile as exc:
                 if options.on_error == "raise":
                     raise
@@ -126,6 +127,28 @@ def write_attempt(attempts: str, shard: str, order: int, rows: Iterable[Row], op
     info = spec.write_shard(str(folder / f"shard-{shard}{spec.suffix}"), samples())
     # an all-skipped shard is left out (DALI's mxnet index cannot hold an empty one)
     return Attempt(order, str(folder), info if info.records else None, info.records, skipped, top[0])
+
+
+def image_bytes(value: Any) -> bytes:
+    """An image column's value: its bytes, or for a string the file it names
+    (a path every worker sees, or a URL fsspec opens: ``s3://``, ``gs://``...)
+    read by the task.
+
+    Raises:
+        SkippedFile: the file cannot be read (named, with why).
+    """
+    if not isinstance(value, str):
+        return bytes(value)
+    try:
+        if "://" in value:
+            import fsspec
+
+            with fsspec.open(value, "rb") as f:
+                return f.read()
+        with open(value, "rb") as f:
+            return f.read()
+    except (OSError, ValueError) as exc:  # fsspec names an unknown protocol with a ValueError
+        raise SkippedFile(value, f"cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
 
 
 def commit(out: Path, attempts: Path, counted: list[Attempt], options: ShardOptions, engine: str, *,

@@ -54,6 +54,21 @@ def write_shards(ds: Any, out: str | os.PathLike[str], *, format: str, image: st
     of each image left out).
 
     Args:
+        ds: a ``ray.data.Dataset`` with an ``image`` column, binary
+            (``ray.data.read_binary_files(root, include_paths=True)`` gives
+            ``bytes`` and ``path``) or each image file's path or URL, and an
+            integer ``label`` column. Each of its blocks becomes one shard (an
+            empty or all-skipped block none): ``ds.repartition(n)`` first for
+            ``n`` shards. Sample ids follow the blocks' order, then the rows'.
+        out, format, image, label, name, classes, encode, on_error: as for
+            :func:`fastdata.converters.engines.spark.write_shards` (``out``: a
+            folder every write task sees at the same path).
+        ray_remote_args: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write ``ds`` into the dataset folder ``out``, one shard a block, and
+    return a summary (``shards``, ``images``, ``skipped``: ``(name, reason)``
+    of each image left out).
+
+    Args:
         ds: a ``ray.data.Dataset`` with a binary ``image`` column
             (``ray.data.read_binary_files(root, include_paths=True)`` gives
             ``bytes`` and ``path``) and an integer ``label`` column. Each of

@@ -35,14 +35,17 @@ def write_shards(df: Any, out: str | os.PathLike[str], *, format: str, image: st
     ``skipped``: ``(name, reason)`` of each image left out).
 
     Args:
-        df: a DataFrame with a binary ``image`` column (``spark.read.format("binaryFile")``
-            gives ``content`` and ``path``) and an integer ``label`` column.
-            Sample ids follow the partitions' order, then the rows'.
+        df: a DataFrame with an ``image`` column, binary (``spark.read.format("binaryFile")``
+            gives ``content`` and ``path``) or the path or URL of each image file (a
+            string column: each task reads its files, a path every executor sees or
+            a URL such as ``s3://``), and an integer ``label`` column. Sample ids
+            follow the partitions' order, then the rows'.
         out: a folder every executor sees at the same path (shared filesystem);
             it must not hold a manifest yet.
         format: a registered format (``recordio``, ``tfrecord``, ``lmdb``...).
-        image, label, name: the columns of the bytes, the class index and the
-            name shown in messages and stored as the sample's file name (None: none).
+        image, label, name: the columns of the image, the class index and the
+            name shown in messages and stored as the sample's file name (None: none;
+            then a path column's path is the name).
         classes: the class names (index = label); default ``["0", "1", ...]``.
         encode: how images are stored (default: as ``fastdata convert --passthrough``).
         on_error: ``"skip"`` leaves unreadable images out (listed in the

@@ -177,3 +177,20 @@ def test_a_dataframe_task_that_dies_on_its_first_attempt(spark, photos, tmp_path
     assert stored(out) == sources(photos)
     assert not [p for p in out.rglob("*") if "attempt" in p.name or "killed" in p.name or p.name == "shard.rec"]
     assert main(["verify", str(out), "-q"]) == 0
+
+
+def test_a_dataframe_of_paths_and_urls_becomes_a_dataset(spark, photos, tmp_path):
+    """A table of file names instead of bytes: each task reads its files, by path or by URL (``file://``
+    here, the fsspec code path of ``s3://``); a file that is gone is skipped and named, not fatal."""
+    from fastdata.spark import write_shards
+
+    files = sorted(photos.rglob("*.jpg"))
+    rows = [(p.as_uri() if k % 2 else str(p), int(p.parent.name == "bees")) for k, p in enumerate(files)]
+    rows.append((str(photos / "bees" / "gone.jpg"), 1))
+    df = spark.createDataFrame(rows, ["file", "label"]).repartition(2)
+    out = tmp_path / "paths"
+    summary = write_shards(df, out, format="recordio", image="file", name=None)
+    assert summary["images"] == len(files)
+    assert [(name.endswith("gone.jpg"), "cannot be read" in why) for name, why in summary["skipped"]] == [(True, True)]
+    assert stored(out) == sources(photos)
+    assert main(["verify", str(out), "-q"]) == 0
