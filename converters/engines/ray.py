@@ -63,27 +63,6 @@ def write_shards(ds: Any, out: str | os.PathLike[str], *, format: str, image: st
         out, format, image, label, name, classes, encode, on_error: as for
             :func:`fastdata.converters.engines.spark.write_shards` (``out``: a
             folder every write task sees at the same path).
-        ray_remote_args: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Write ``ds`` into the dataset folder ``out``, one shard a block, and
-    return a summary (``shards``, ``images``, ``skipped``: ``(name, reason)``
-    of each image left out).
-
-    Args:
-        ds: a ``ray.data.Dataset`` with a binary ``image`` column
-            (``ray.data.read_binary_files(root, include_paths=True)`` gives
-            ``bytes`` and ``path``) and an integer ``label`` column. Each of
-            its blocks becomes one shard (an empty or all-skipped block none):
-            ``ds.repartition(n)`` first for ``n`` shards. Sample ids follow
-            the blocks' order, then the rows'.
-        out: a folder every write task sees at the same path (shared
-            filesystem); it must not hold a manifest yet.
-        format: a registered format (``recordio``, ``tfrecord``, ``lmdb``...).
-        image, label, name: the columns of the bytes, the class index and the
-            name shown in messages and stored as the sample's file name (None: none).
-        classes: the class names (index = label); default ``["0", "1", ...]``.
-        encode: how images are stored (default: as ``fastdata convert --passthrough``).
-        on_error: ``"skip"`` leaves unreadable images out (listed in the
-            summary); ``"raise"`` fails the job at the first one.
         ray_remote_args: passed to ``Dataset.write_datasink`` for the write
             tasks (``{"max_retries": 5}``...). Ray retries a task whose worker
             died; its first attempt's files are removed, never committed.
