@@ -79,8 +79,13 @@ def attempts_folder(out: str | os.PathLike[str]) -> tuple[Path, Path]:
     """``out`` made absolute, and its attempts folder, created.
 
     Raises:
-        ConfigError: ``out`` already holds a finished dataset.
+        ConfigError: ``out`` is a URL (the commit is a folder move), or
+            already holds a finished dataset.
     """
+    if "://" in os.fspath(out):
+        raise ConfigError(f"write_shards: {os.fspath(out)} is a URL, and the writers commit by moving files within a "
+                          "folder: write into a folder every worker sees at the same path, then copy it to the bucket "
+                          "(manifest.json last, so no reader sees half a dataset)")
     out = Path(out).absolute()
     if (out / "manifest.json").exists():
         raise ConfigError(f"{out} already holds a finished dataset; write into another folder")

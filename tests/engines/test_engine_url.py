@@ -44,3 +44,15 @@ def test_a_cluster_of_several_machines_is_refused_for_a_url(tmp_path, monkeypatc
     code = main(["convert", str(tmp_path), "s3://bucket/out", *CONVERT, "--engine", "spark", "--workers", "2"])
     assert code == 2
     assert "folder every node mounts" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("url", ["s3://bucket/out", "file:///tmp/out"])
+def test_a_table_writer_refuses_a_url_output_before_writing(url, tmp_path, monkeypatch):
+    """The writers commit by moving files within OUT; a URL was taken for a relative folder named ``s3:``."""
+    from fastdata.converters.engines.commit import attempts_folder
+    from fastdata.errors import ConfigError
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match="is a URL.*write into a folder every worker sees"):
+        attempts_folder(url)
+    assert not list(tmp_path.iterdir())
