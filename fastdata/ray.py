@@ -103,8 +103,9 @@ def write_shards(ds: Any, out: str | os.PathLike[str], *, format: str, image: st
     write task whose worker dies is retried and its first attempt's files
     removed; a job that fails leaves no manifest. See
     ``fastdata.converters.engines.ray.write_shards`` for each argument
-    (``image``: the bytes column, ``bytes`` as ``ray.data.read_binary_files``
-    names it; ``name``: ``path`` with ``include_paths=True``).
+    (``image``: the column of the image bytes, ``bytes`` as
+    ``ray.data.read_binary_files`` names it, or of each file's path or URL;
+    ``name``: ``path`` with ``include_paths=True``).
 
     Raises:
         ConfigError: Ray Data or the converters are not installed; an unknown

@@ -27,8 +27,9 @@ def write_shards(df: Any, out: str | os.PathLike[str], *, format: str, image: st
     Sample ids follow the partitions' order, then the rows'. A task attempt
     that fails or is duplicated leaves nothing behind; a job that fails
     leaves no manifest. See ``fastdata.converters.engines.spark.write_shards``
-    for each argument (``image``: the bytes column, ``content`` as
-    ``spark.read.format("binaryFile")`` names it).
+    for each argument (``image``: the column of the image bytes, ``content``
+    as ``spark.read.format("binaryFile")`` names it, or of each file's path
+    or URL, read by the tasks).
 
     Raises:
         ConfigError: PySpark or the converters are not installed; an unknown
