@@ -133,6 +133,10 @@ def _run_convert(args: argparse.Namespace) -> int:
 
     request = convert_request(args)
     url = request.src if request.src is not None and _is_url(request.src) else None
+    if request.run.engine is not None and (url is not None or _is_url(request.out)):  # before any download
+        from .workers.engines import one_machine
+
+        one_machine(request.run.engine)
     if url is not None:  # the objects copied here first
         from fastdata.remote.urls import scrub_url
 
@@ -140,10 +144,6 @@ def _run_convert(args: argparse.Namespace) -> int:
 
         request = dataclasses.replace(request, src=str(fetch_source(url, quiet=request.quiet)),
                                       source_url=scrub_url(url.rstrip("/")))
-    if request.run.engine is not None and (url is not None or _is_url(request.out)):
-        from .workers.engines import one_machine
-
-        one_machine(request.run.engine)
     if _is_url(request.out):  # convert locally, then upload, the manifest last
         from .remote_io import convert as convert_remote
 

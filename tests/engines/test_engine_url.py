@@ -44,6 +44,15 @@ def test_a_cluster_of_several_machines_is_refused_for_a_url(tmp_path, monkeypatc
     code = main(["convert", str(tmp_path), "s3://bucket/out", *CONVERT, "--engine", "spark", "--workers", "2"])
     assert code == 2
     assert "folder every node mounts" in capsys.readouterr().err
+    # a URL source: refused before anything is downloaded
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    (tmp_path / "src" / "a").mkdir(parents=True)
+    (tmp_path / "src" / "a" / "x.jpg").write_bytes(b"not fetched")
+    code = main(["convert", (tmp_path / "src").as_uri(), str(tmp_path / "out"), *CONVERT, "--engine", "spark",
+                 "--workers", "2"])
+    assert code == 2
+    assert "folder every node mounts" in capsys.readouterr().err
+    assert not (tmp_path / "cache").exists()
 
 
 @pytest.mark.parametrize("url", ["s3://bucket/out", "file:///tmp/out"])
