@@ -91,6 +91,14 @@ def test_timed_collate_passes_attributes_through_and_pickles():
     assert copy.clock.totals()["batches"] == 1.0
 
 
+def _slack(s) -> float:
+    """How far the stages' seconds may miss the workers' busy time: 10 %, plus 2 ms a batch for the
+    bookkeeping between a batch's stages, which no stage owns. On a loaded machine a worker preempted
+    there adds milliseconds to a busy time of tens: the 10 % bound alone failed 3 of 20 runs of 12
+    batches (stages 0.07 s) beside two busy loops on the 2 cores."""
+    return 0.10 * s.worker_busy_s + 0.002 * s.worker_batches
+
+
 def test_the_gpu_decodes_workers_time_their_batches_too(photo_tree):
     """decode='cuda' (its CPU twin here): the workers read and plan, and say so per batch."""
     import warnings
@@ -105,7 +113,7 @@ def test_the_gpu_decodes_workers_time_their_batches_too(photo_tree):
         s = loader.stats()
     assert s.worker_batches == s.batches == len(loader)
     assert s.worker_stages.get("read+plan", 0) > 0
-    assert abs(sum(s.worker_stages.values()) - s.worker_busy_s) <= 0.10 * s.worker_busy_s
+    assert abs(sum(s.worker_stages.values()) - s.worker_busy_s) <= _slack(s)
 
 
 @pytest.mark.parametrize("workers", [Workers(2, kind="processes", context="fork"), Workers(2, kind="threads"), Workers(0)],
@@ -120,4 +128,4 @@ def test_a_fastdata_dataset_splits_reading_from_decoding(photo_tree, workers):
     assert {"read", "decode+transform", "collate"} <= set(s.worker_stages)
     assert "read+decode+transform" not in s.worker_stages
     assert s.worker_stages["decode+transform"] > s.worker_stages["read"] > 0  # a photo decodes slower than it reads
-    assert abs(sum(s.worker_stages.values()) - s.worker_busy_s) <= 0.10 * s.worker_busy_s
+    assert abs(sum(s.worker_stages.values()) - s.worker_busy_s) <= _slack(s)

@@ -226,10 +226,22 @@ def test_least_recently_used_shards_make_room_under_the_limit(served, tmp_path):
     seen = []
     for i in range(len(ds)):
         seen.append(ids[ds[i][0]])
-        cached = sum(p.stat().st_size for p in Path(local).iterdir() if p.suffix in (".rec", ".idx"))
-        assert cached <= limit
+        assert _cached(Path(local)) <= limit
     assert seen == list(range(40))
     assert len(list(Path(local).glob("*.rec"))) <= 2
+
+
+def _cached(directory: Path) -> int:
+    """Bytes of the cached shards and indexes; one a read-ahead thread evicts between the listing and
+    its stat is not there any more (seen under load: FileNotFoundError in 3 of 40 runs)."""
+    total = 0
+    for path in directory.iterdir():
+        if path.suffix in (".rec", ".idx"):
+            try:
+                total += path.stat().st_size
+            except FileNotFoundError:
+                pass
+    return total
 
 
 def test_a_shard_larger_than_the_cache_is_refused_with_the_fix(served, tmp_path):
