@@ -213,9 +213,10 @@ class ShardCache:
         bytes then in use, free on the disk, and held by others (downloads in
         flight, files locked)."""
         # downloads in flight before finished files: one that ends in between
-        # is counted twice (the safe side), never not at all
-        flying, unwritten = in_flight(self.root)
+        # is seen in both (then counted once), never in neither
+        flight = in_flight(self.root)
         files = self.usage()
+        flying, unwritten = flight.counted(_keys(files))
         used, held = sum(f[1] for f in files) + flying, flying
         free = shutil.disk_usage(self.root).free - self.reserve_bytes - unwritten
         for _, file_size, directory, name in files:
@@ -264,6 +265,15 @@ def _check(path: Path, expected: Expected) -> str:
         kind = expected.sha256.partition(":")[0] if ":" in expected.sha256 else "sha256"
         return f"{'CRC32C' if kind == 'crc32c' else 'SHA-256'} differs from the manifest's"
     return ""
+
+
+def _keys(files: list[tuple[float, int, Path, str]]) -> set[str]:
+    """:func:`~fastdata.remote.room.file_key` of each listed file, resolving each directory once."""
+    real: dict[Path, str] = {}
+    for _, _, directory, _ in files:
+        if directory not in real:
+            real[directory] = os.path.realpath(directory)
+    return {os.path.join(real[directory], name) for _, _, directory, name in files}
 
 
 def _touch(path: Path) -> None:

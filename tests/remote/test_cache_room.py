@@ -4,7 +4,9 @@ its file is counted as finished, in any process on the machine.
 
 CI once saw the limit passed by one file (47,555 bytes cached under a
 41,712-byte limit): a download ended between the listing of finished files
-and the count of the ones in flight, so it was in neither."""
+and the count of the ones in flight, so it was in neither. Read the other
+way round, such a download is in both; CI then saw it counted twice, and a
+shard evicted by the download of its own index right after its fetch."""
 
 from __future__ import annotations
 
@@ -94,6 +96,28 @@ def test_a_download_ending_while_room_is_made_is_still_counted(mirror, monkeypat
     assert not first.is_alive()
     assert _cached(m.directory) <= limit
     assert not (m.directory / NAMES[2]).exists()  # evicted to make room for shards 0 and 1
+
+
+def test_a_download_ending_while_room_is_made_is_counted_once(tmp_path, monkeypatch):
+    """Seen both as a reservation and as a finished file, a download is one
+    file: counted twice, the room made for a small file evicted it (the
+    lock on it is free by then)."""
+    m, limit = _localized(tmp_path, lambda sizes: sizes[0] + sizes[0] // 2)  # shard 0 once fits, twice does not
+    go, first = _blocked_first_shard(m, tmp_path, monkeypatch)
+    real_usage = ShardCache.usage
+
+    def finished_before_the_listing(self):
+        if threading.current_thread() is threading.main_thread() and not go.is_set():
+            go.set()  # shard 0's download ends after its reservation was read, before this listing
+            first.join(30)
+        return real_usage(self)
+
+    monkeypatch.setattr(ShardCache, "usage", finished_before_the_listing)
+    small = "shard-00001.idx"
+    m.cache.fetch(m.directory, small, m.store, m.expected(small))
+    assert go.is_set() and not first.is_alive()
+    assert (m.directory / NAMES[0]).exists()  # not evicted to make room it does not take
+    assert (m.directory / small).exists() and _cached(m.directory) <= limit
 
 
 def _fetch_in_child(directory: str, name: str, gate: str, out) -> None:
