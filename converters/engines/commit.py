@@ -7,7 +7,9 @@ returns an :class:`Attempt`; only the attempts the engine hands back as its
 job's result are moved into OUT; every other (a retried task's, a killed
 worker's half shard, a speculative copy's) goes with the attempts folder,
 which is removed whether the job finished or not; the manifest is written
-last, so a job that fails leaves no dataset that reads as whole.
+last, so a job that fails leaves no dataset that reads as whole. On object
+storage (OUT a URL) the same rule runs as uploads, copies and deletes
+(:mod:`.bucket`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 from fastdata.errors import ConfigError
 from fastdata.formats import dataset_writer, registry
 from fastdata.formats.sample import Sample, ShardInfo
+from fastdata.remote.urls import is_url
 
 from ..conversion.normalize import EncodeOptions, prepare
 from ..planning.scan import SkippedFile
@@ -51,7 +54,8 @@ class Attempt:
     """What one task attempt wrote: ``order`` places its shard among the
     others; ``folder`` is its attempt folder ("" when it wrote nothing);
     ``info`` the shard (None: every row skipped, or no rows); ``top`` the
-    largest label written (-1: none)."""
+    largest label written (-1: none). ``folder`` is a path, or under a URL
+    output an object prefix relative to OUT."""
 
     order: int
     folder: str
@@ -59,6 +63,7 @@ class Attempt:
     images: int
     skipped: list[tuple[str, str]]
     top: int
+    files: tuple[str, ...] = ()  # every file in ``folder``, relative to it
 
 
 def check_options(who: str, columns: list[str], wanted: list[str | None], on_error: str) -> None:
@@ -75,46 +80,111 @@ def check_options(who: str, columns: list[str], wanted: list[str | None], on_err
         raise ConfigError(f"{who}: on_error must be 'skip' or 'raise', got {on_error!r}")
 
 
-def attempts_folder(out: str | os.PathLike[str]) -> tuple[Path, Path]:
-    """``out`` made absolute, and its attempts folder, created.
+@dataclasses.dataclass(frozen=True)
+class Output:
+    """Where a job writes (picklable: shipped to the tasks): ``out``, an
+    absolute folder every worker sees or a URL; ``storage`` the fsspec
+    options of a URL, without credentials (``endpoint_url``...)."""
+
+    out: str
+    storage: dict[str, Any] | None = None
+
+    @property
+    def is_url(self) -> bool:
+        return is_url(self.out)
+
+    @property
+    def attempts(self) -> str:
+        """Where task attempts write: a folder, or under a URL the prefix (relative to ``out``)."""
+        return ATTEMPTS if self.is_url else os.path.join(self.out, ATTEMPTS)
+
+    def store(self) -> Any:
+        from fastdata.remote.store import Store
+        from fastdata.remote.urls import protocol
+
+        options = dict(self.storage or {})
+        if protocol(self.out) == "file":
+            options.setdefault("auto_mkdir", True)  # a bucket has no folders to make; a file:// URL has
+        return Store(self.out, options)
+
+
+def prepare_output(out: str | os.PathLike[str], storage_options: dict[str, Any] | None = None) -> Output:
+    """``out`` checked and readied: a folder made absolute with its attempts
+    folder created; a URL checked writable (see :func:`.bucket.open_bucket`).
 
     Raises:
-        ConfigError: ``out`` is a URL (the commit is a folder move), or
-            already holds a finished dataset.
+        ConfigError: ``out`` already holds a finished dataset, or is a
+            read-only URL; ``storage_options`` hold credentials.
     """
-    if "://" in os.fspath(out):
-        raise ConfigError(f"write_shards: {os.fspath(out)} is a URL, and the writers commit by moving files within a "
-                          "folder: write into a folder every worker sees at the same path, then copy it to the bucket "
-                          "(manifest.json last, so no reader sees half a dataset)")
-    out = Path(out).absolute()
-    if (out / "manifest.json").exists():
-        raise ConfigError(f"{out} already holds a finished dataset; write into another folder")
-    attempts = out / ATTEMPTS
-    attempts.mkdir(parents=True, exist_ok=True)
-    return out, attempts
+    if is_url(os.fspath(out)):
+        from .bucket import open_bucket
+
+        output = Output(os.fspath(out).rstrip("/"), _without_credentials(storage_options))
+        open_bucket(output.store(), output.attempts)
+        return output
+    folder = Path(out).absolute()
+    if (folder / "manifest.json").exists():
+        raise ConfigError(f"{folder} already holds a finished dataset; write into another folder")
+    (folder / ATTEMPTS).mkdir(parents=True, exist_ok=True)
+    return Output(str(folder))
 
 
-def abandon(attempts: Path) -> None:
+def _without_credentials(storage_options: dict[str, Any] | None) -> dict[str, Any]:
+    """A copy of ``storage_options``, refused when it holds credentials: as
+    everywhere in fastdata, they come from the backend's environment."""
+    from fastdata.remote.store import _SECRET_OPTIONS
+
+    options = dict(storage_options or {})
+    secret = sorted(k for k in options if k in _SECRET_OPTIONS)
+    if secret:
+        raise ConfigError(
+            f"write_shards: storage_options {secret} hold credentials, which would travel to every task; give them "
+            "through the workers' environment instead: an instance role, spark.executorEnv.AWS_ACCESS_KEY_ID (and "
+            "..._SECRET_ACCESS_KEY) for Spark, ray_remote_args={'runtime_env': {'env_vars': {...}}} for Ray")
+    return options
+
+
+def abandon(output: Output) -> None:
     """Remove every attempt of a job that did not finish (no manifest is written)."""
-    shutil.rmtree(attempts, ignore_errors=True)
+    if output.is_url:
+        from .bucket import remove_prefix
+
+        remove_prefix(output.store(), output.attempts)
+    else:
+        shutil.rmtree(output.attempts, ignore_errors=True)
 
 
-def write_attempt(attempts: str, shard: str, order: int, rows: Iterable[Row], options: ShardOptions) -> Attempt:
+def write_attempt(output: Output, shard: str, order: int, rows: Iterable[Row], options: ShardOptions) -> Attempt:
     """Write ``rows`` (ids increasing) as the shard ``shard-<shard>`` in an
-    attempt folder of its own under ``attempts``. An unreadable image is left
-    out and listed (``on_error="skip"``) or fails the task (``"raise"``)."""
+    attempt folder of its own under ``output``'s attempts (for a URL: written
+    locally, then uploaded there). An unreadable image is left out and
+    listed (``on_error="skip"``) or fails the task (``"raise"``)."""
     rows = iter(rows)
     first = next(rows, None)
     if first is None:
         return Attempt(order, "", None, 0, [], -1)
-    folder = Path(attempts) / f"{shard}-{uuid.uuid4().hex}"
-    folder.mkdir(parents=True)
+    name = f"{shard}-{uuid.uuid4().hex}"
+    if not output.is_url:
+        folder = Path(output.attempts) / name
+        folder.mkdir(parents=True)
+        return _write_shard(folder, shard, order, itertools.chain([first], rows), options)
+    from .bucket import drop, upload_attempt, write_local
+
+    folder, attempt = write_local(lambda f: _write_shard(f, shard, order, itertools.chain([first], rows), options), name)
+    try:
+        prefix = upload_attempt(output.store(), output.attempts, folder) if attempt.info is not None else ""
+    finally:
+        drop(folder)
+    return dataclasses.replace(attempt, folder=prefix)
+
+
+def _write_shard(folder: Path, shard: str, order: int, rows: Iterator[Row], options: ShardOptions) -> Attempt:
     skipped: list[tuple[str, str]] = []
     top = [-1]
     classes = options.classes
 
     def samples() -> Iterator[Sample]:
-        for sample_id, data, label, name in itertools.chain([first], rows):
+        for sample_id, data, label, name in rows:
             label = int(label)
             shown = str(name) if name is not None else data if isinstance(data, str) else f"row {sample_id}"
             try:
@@ -130,8 +200,9 @@ def write_attempt(attempts: str, shard: str, order: int, rows: Iterable[Row], op
 
     spec = registry.get(options.format)
     info = spec.write_shard(str(folder / f"shard-{shard}{spec.suffix}"), samples())
+    files = tuple(sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()))
     # an all-skipped shard is left out (DALI's mxnet index cannot hold an empty one)
-    return Attempt(order, str(folder), info if info.records else None, info.records, skipped, top[0])
+    return Attempt(order, str(folder), info if info.records else None, info.records, skipped, top[0], files)
 
 
 def image_bytes(value: Any) -> bytes:
@@ -156,11 +227,12 @@ def image_bytes(value: Any) -> bytes:
         raise SkippedFile(value, f"cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
 
 
-def commit(out: Path, attempts: Path, counted: list[Attempt], options: ShardOptions, engine: str, *,
+def commit(output: Output, counted: list[Attempt], options: ShardOptions, engine: str, *,
            renumber: bool = False) -> dict[str, Any]:
-    """Move the counted attempts' files into ``out`` (in ``order``), remove
-    the attempts folder (every attempt not counted), write the manifest last;
-    return the summary (``shards``, ``images``, ``skipped``).
+    """Move the counted attempts' files into ``output`` (in ``order``; on a
+    URL, copy them), remove every attempt (those not counted with them),
+    write the manifest last; return the summary (``shards``, ``images``,
+    ``skipped``).
 
     ``renumber``: the shards are named ``shard-00000...`` in ``order`` as
     they are moved (an engine whose tasks cannot know their shard's place).
@@ -168,20 +240,32 @@ def commit(out: Path, attempts: Path, counted: list[Attempt], options: ShardOpti
     counted = sorted(counted, key=lambda a: a.order)
     suffix = registry.get(options.format).suffix
     infos: list[ShardInfo] = []
-    try:
-        for attempt in counted:
-            if attempt.info is None:
-                continue
-            old = attempt.info.file[: -len(suffix)] if suffix else attempt.info.file
-            new = dataset_writer.shard_name(options.format, len(infos))[: -len(suffix) or None] if renumber else old
-            for entry in sorted(Path(attempt.folder).iterdir()):
-                os.replace(entry, out / _renamed(entry.name, old, new))
-            infos.append(_renamed_info(attempt.info, old, new))
-    finally:
-        abandon(attempts)
+    moves: list[tuple[str, str]] = []  # (attempt's file, its final name), relative to the attempt and to OUT
+    for attempt in counted:
+        if attempt.info is None:
+            continue
+        old = attempt.info.file[: -len(suffix)] if suffix else attempt.info.file
+        new = dataset_writer.shard_name(options.format, len(infos))[: -len(suffix) or None] if renumber else old
+        moves += [(f"{attempt.folder}/{name}", _renamed(name, old, new)) for name in attempt.files]
+        infos.append(_renamed_info(attempt.info, old, new))
     top = max((a.top for a in counted), default=-1)
     names = options.classes if options.classes is not None else [str(c) for c in range(top + 1)]
-    dataset_writer.finish_dataset(out, options.format, infos, names, extra={"converter": {"engine": engine}})
+    extra = {"converter": {"engine": engine}}
+    if output.is_url:
+        from .bucket import commit_objects, finish
+
+        store = output.store()
+        commit_objects(store, moves, output.attempts)
+        finish(store, options.format, infos, names, extra)
+    else:
+        try:
+            for old_path, new_name in moves:
+                target = Path(output.out) / new_name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(old_path, target)
+        finally:
+            abandon(output)
+        dataset_writer.finish_dataset(output.out, options.format, infos, names, extra=extra)
     return {"shards": len(infos), "images": sum(a.images for a in counted),
             "skipped": [s for a in counted for s in a.skipped]}
 

@@ -3,10 +3,10 @@
 The same commit rule as :mod:`.spark` (:mod:`.commit`), on Ray Data's
 ``Datasink``: each write task writes every block it is handed as one whole
 shard in an attempt folder of its own (``OUT/.fastdata-attempts/...``) and
-returns what it wrote; the driver (``on_write_complete``) moves only the
-attempts Ray Data counted into OUT, removes the attempts folder (a retried
-task's, a killed worker's half shard), and writes the manifest last. A job
-that fails (``on_write_failed``, or the write raising) leaves no manifest
+returns what it wrote; the driver (``on_write_complete``) moves (in a
+bucket, copies) only the attempts Ray Data counted into OUT, removes the
+attempts folder (a retried task's, a killed worker's half shard), and
+writes the manifest last. A job that fails (``on_write_failed``, or the write raising) leaves no manifest
 and no attempts folder.
 
 Sample ids are the rows' positions in the dataset's order: the dataset is
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 import ray
@@ -37,7 +36,7 @@ from fastdata.errors import ConfigError
 from fastdata.formats import registry
 
 from ..conversion.normalize import EncodeOptions
-from .commit import Attempt, Row, ShardOptions, abandon, attempts_folder, check_options, commit, write_attempt
+from .commit import Attempt, Output, Row, ShardOptions, abandon, check_options, commit, prepare_output, write_attempt
 
 __all__ = ["write_shards"]
 
@@ -48,6 +47,7 @@ ID = "__fastdata_id"
 def write_shards(ds: Any, out: str | os.PathLike[str], *, format: str, image: str = "bytes",
                  label: str = "label", name: str | None = "path", classes: list[str] | None = None,
                  encode: EncodeOptions | None = None, on_error: str = "skip",
+                 storage_options: dict[str, Any] | None = None,
                  ray_remote_args: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write ``ds`` into the dataset folder ``out``, one shard a block, and
     return a summary (``shards``, ``images``, ``skipped``: ``(name, reason)``
@@ -60,15 +60,18 @@ def write_shards(ds: Any, out: str | os.PathLike[str], *, format: str, image: st
             integer ``label`` column. Each of its blocks becomes one shard (an
             empty or all-skipped block none): ``ds.repartition(n)`` first for
             ``n`` shards. Sample ids follow the blocks' order, then the rows'.
-        out, format, image, label, name, classes, encode, on_error: as for
+        out, format, image, label, name, classes, encode, on_error, storage_options: as for
             :func:`fastdata.converters.engines.spark.write_shards` (``out``: a
-            folder every write task sees at the same path).
+            folder every write task sees at the same path, or a URL; the
+            write tasks' credentials come from their environment:
+            ``ray_remote_args={"runtime_env": {"env_vars": {...}}}`` gives it).
         ray_remote_args: passed to ``Dataset.write_datasink`` for the write
             tasks (``{"max_retries": 5}``...). Ray retries a task whose worker
             died; its first attempt's files are removed, never committed.
 
     Raises:
-        ConfigError: an unknown format, a missing column, ``out`` already finished.
+        ConfigError: an unknown format, a missing column, ``out`` already
+            finished or a read-only URL, credentials in ``storage_options``.
         ray.exceptions.RayError: a write task failed on every attempt (no
             manifest and no attempts folder are left).
     """
@@ -82,16 +85,16 @@ def write_shards(ds: Any, out: str | os.PathLike[str], *, format: str, image: st
     # order (preserve_order, set on a context of its own: the caller's is left as it was), then numbered
     ordered = Dataset.copy(ds, _deep_copy=True)
     ordered.context.execution_options.preserve_order = True
-    out, attempts = attempts_folder(out)
+    output = prepare_output(out, storage_options)
     options = ShardOptions(spec.name, encode or EncodeOptions(), on_error, classes)
-    sink = _ShardSink(str(attempts), columns, options)
+    sink = _ShardSink(output, columns, options)
     try:
         numbered = _numbered(ordered.select_columns(columns).materialize())
         numbered.write_datasink(sink, ray_remote_args=ray_remote_args)
     except BaseException:
-        abandon(attempts)
+        abandon(output)
         raise
-    return commit(out, attempts, sink.counted, options, "ray", renumber=True)
+    return commit(output, sink.counted, options, "ray", renumber=True)
 
 
 def _numbered(blocks: Any) -> Any:
@@ -119,8 +122,8 @@ class _ShardSink(Datasink[list[Attempt]]):
     """The write tasks' side (``write``: every block one shard) and the
     driver's (``on_write_complete``: keep what Ray Data counted)."""
 
-    def __init__(self, attempts: str, columns: list[str], options: ShardOptions) -> None:
-        self.attempts, self.columns, self.options = attempts, columns, options
+    def __init__(self, output: Output, columns: list[str], options: ShardOptions) -> None:
+        self.output, self.columns, self.options = output, columns, options
         self.counted: list[Attempt] = []
 
     def get_name(self) -> str:
@@ -134,7 +137,7 @@ class _ShardSink(Datasink[list[Attempt]]):
                 continue
             ids = table.column(ID).to_pylist()
             # a stem that is unique among the job's attempts; the commit renames it shard-<n>
-            written.append(write_attempt(self.attempts, f"{ctx.task_idx:05d}-{k}", ids[0], _rows(table, ids, self.columns),
+            written.append(write_attempt(self.output, f"{ctx.task_idx:05d}-{k}", ids[0], _rows(table, ids, self.columns),
                                          self.options))
         return written
 
@@ -142,7 +145,7 @@ class _ShardSink(Datasink[list[Attempt]]):
         self.counted = [attempt for returned in write_result.write_returns for attempt in returned]
 
     def on_write_failed(self, error: Exception) -> None:
-        abandon(Path(self.attempts))
+        abandon(self.output)
 
 
 def _rows(table: Any, ids: list[int], columns: list[str]) -> Iterator[Row]:

@@ -6,8 +6,9 @@ does them (:func:`..conversion.normalize.prepare`) and streamed into the
 format's ``write_shard``. The commit rule: a task attempt writes under
 ``OUT/.fastdata-attempts/<partition>-<attempt id>/``, a name of its own, and
 returns its shard's record; the driver takes the one attempt Spark counted
-for each partition, moves its files into OUT, removes every other attempt
-(a retried task's, a speculative copy's), and writes the one manifest last.
+for each partition, moves its files into OUT (copies them, in a bucket),
+removes every other attempt (a retried task's, a speculative copy's), and
+writes the one manifest last.
 A job that fails leaves no manifest (and removes its attempts). The task
 and the commit are :mod:`.commit`'s, shared with :mod:`.ray`.
 
@@ -22,14 +23,25 @@ from typing import Any
 from fastdata.formats import registry
 
 from ..conversion.normalize import EncodeOptions
-from .commit import ATTEMPTS, Attempt, ShardOptions, abandon, attempts_folder, check_options, commit, write_attempt
+from .commit import (
+    ATTEMPTS,
+    Attempt,
+    Output,
+    ShardOptions,
+    abandon,
+    check_options,
+    commit,
+    prepare_output,
+    write_attempt,
+)
 
 __all__ = ["ATTEMPTS", "write_shards"]
 
 
 def write_shards(df: Any, out: str | os.PathLike[str], *, format: str, image: str = "content",
                  label: str = "label", name: str | None = "path", classes: list[str] | None = None,
-                 encode: EncodeOptions | None = None, on_error: str = "skip") -> dict[str, Any]:
+                 encode: EncodeOptions | None = None, on_error: str = "skip",
+                 storage_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write ``df`` into the dataset folder ``out`` (one shard a partition; an
     empty partition writes none) and return a summary (``shards``, ``images``,
     ``skipped``: ``(name, reason)`` of each image left out).
@@ -40,8 +52,10 @@ def write_shards(df: Any, out: str | os.PathLike[str], *, format: str, image: st
             string column: each task reads its files, a path every executor sees or
             a URL such as ``s3://``), and an integer ``label`` column. Sample ids
             follow the partitions' order, then the rows'.
-        out: a folder every executor sees at the same path (shared filesystem);
-            it must not hold a manifest yet.
+        out: a folder every executor sees at the same path (shared filesystem),
+            or a URL (``s3://bucket/prefix``: each task uploads its shard, the
+            driver copies the counted ones into place); it must not hold a
+            manifest yet.
         format: a registered format (``recordio``, ``tfrecord``, ``lmdb``...).
         image, label, name: the columns of the image, the class index and the
             name shown in messages and stored as the sample's file name (None: none;
@@ -50,13 +64,18 @@ def write_shards(df: Any, out: str | os.PathLike[str], *, format: str, image: st
         encode: how images are stored (default: as ``fastdata convert --passthrough``).
         on_error: ``"skip"`` leaves unreadable images out (listed in the
             summary); ``"raise"`` fails the job at the first one.
+        storage_options: fsspec options of a URL ``out`` (``endpoint_url``...),
+            shipped to the tasks. Credentials come from each executor's
+            environment, as everywhere in fastdata (an instance role, or
+            ``spark.executorEnv.AWS_ACCESS_KEY_ID``...), never from here.
 
     Raises:
-        ConfigError: an unknown format, a missing column, ``out`` already finished.
+        ConfigError: an unknown format, a missing column, ``out`` already
+            finished or a read-only URL, credentials in ``storage_options``.
     """
     spec = registry.get(format)
     check_options("write_shards", list(df.columns), [image, label, name], on_error)
-    out, attempts = attempts_folder(out)
+    output = prepare_output(out, storage_options)
     options = ShardOptions(spec.name, encode or EncodeOptions(), on_error, classes)
     columns = [image, label] + ([name] if name is not None else [])
     rows = df.select(*columns).rdd
@@ -67,20 +86,20 @@ def write_shards(df: Any, out: str | os.PathLike[str], *, format: str, image: st
         first[k] = total
         total += n
     try:
-        results = rows.mapPartitionsWithIndex(_ShardTask(str(attempts), first, options)).collect()
+        results = rows.mapPartitionsWithIndex(_ShardTask(output, first, options)).collect()
     except BaseException:
-        abandon(attempts)
+        abandon(output)
         raise
-    return commit(out, attempts, results, options, "spark")
+    return commit(output, results, options, "spark")
 
 
 class _ShardTask:
     """What each partition's task runs (picklable: Spark ships it to the executors)."""
 
-    def __init__(self, attempts: str, first: dict[int, int], options: ShardOptions) -> None:
-        self.attempts, self.first, self.options = attempts, first, options
+    def __init__(self, output: Output, first: dict[int, int], options: ShardOptions) -> None:
+        self.output, self.first, self.options = output, first, options
 
     def __call__(self, partition: int, rows: Any) -> list[Attempt]:
         start = self.first[partition]
         numbered = ((start + i, row[0], row[1], row[2] if len(row) > 2 else None) for i, row in enumerate(rows))
-        return [write_attempt(self.attempts, f"{partition:05d}", partition, numbered, self.options)]
+        return [write_attempt(self.output, f"{partition:05d}", partition, numbered, self.options)]

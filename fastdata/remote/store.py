@@ -173,6 +173,10 @@ class Store:
         url = self.url_of(name)
         self._call(name, "uploading to", lambda: self.fs.put_file(local, url))
 
+    def copy(self, name: str, new: str) -> None:
+        """Copy object ``name`` to ``new`` inside the store (S3: CopyObject, no bytes through here)."""
+        self._call(name, "copying", lambda: self.fs.copy(self.url_of(name), self.url_of(new)))
+
     def write_bytes(self, name: str, data: bytes) -> None:
         url = self.url_of(name)
         self._call(name, "writing", lambda: self.fs.pipe_file(url, data))

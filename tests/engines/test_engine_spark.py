@@ -10,13 +10,25 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import CONVERT
+from conftest import CONVERT, bucket_files
 
 from fastdata.converters.cli import main
 from fastdata.converters.workers import sparkpool
 from fastdata.converters.workers.attempts import ATTEMPT_PREFIX, job_folder
 
 pytestmark = pytest.mark.timeout(600)
+
+
+def _half_a_shard(output, name: str) -> None:
+    """What a task killed mid-write leaves under ``output``'s attempts: part of a
+    shard in a folder or, for a URL, an object (here, not in conftest: this
+    module is shipped to the workers by value, conftest would not be)."""
+    if output.is_url:
+        output.store().write_bytes(f"{output.attempts}/{name}/shard-x.rec", b"half a shard")
+    else:
+        dead = Path(output.attempts) / name
+        dead.mkdir(parents=True, exist_ok=True)
+        (dead / "shard-x.rec").write_bytes(b"half a shard")
 
 
 def files(directory: Path) -> dict[str, bytes]:
@@ -134,18 +146,20 @@ def sources(photos: Path) -> list[tuple[bytes, int]]:
 
 
 class FirstAttemptDies:
-    """Stands in for the partition task: its first attempt writes half a shard, then its worker dies."""
+    """Stands in for the partition task: its first attempt writes half a shard, then its worker dies.
+    ``env``: set in the executor first, as ``spark.executorEnv`` would have (the session started
+    before the S3 server did)."""
 
-    def __init__(self, real) -> None:
-        self.real = real
+    def __init__(self, real, env: dict | None = None) -> None:
+        self.real, self.env = real, env or {}
 
     def __call__(self, partition, rows):
         from pyspark import TaskContext
 
+        os.environ.update(self.env)
+
         if TaskContext.get().attemptNumber() == 0:
-            dead = Path(self.real.attempts) / f"{partition:05d}-killed"
-            dead.mkdir(parents=True, exist_ok=True)
-            (dead / "shard.rec").write_bytes(b"half a shard")
+            _half_a_shard(self.real.output, f"{partition:05d}-killed")
             os._exit(1)
         return self.real(partition, rows)
 
@@ -175,8 +189,46 @@ def test_a_dataframe_task_that_dies_on_its_first_attempt(spark, photos, tmp_path
     finally:
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
     assert stored(out) == sources(photos)
-    assert not [p for p in out.rglob("*") if "attempt" in p.name or "killed" in p.name or p.name == "shard.rec"]
+    assert not [p for p in out.rglob("*") if "attempt" in p.name or "killed" in p.name or p.name == "shard-x.rec"]
     assert main(["verify", str(out), "-q"]) == 0
+
+
+def table_frame(spark, photos: Path, partitions: int = 3):
+    """The photos as a DataFrame of (content, label, path) rows in path order, in
+    ``partitions`` fixed slices: the same partitions, run after run."""
+    rows = [(p.read_bytes(), int(p.parent.name == "bees"), str(p)) for p in sorted(photos.rglob("*.jpg"))]
+    return spark.createDataFrame(spark.sparkContext.parallelize(rows, partitions), ["content", "label", "path"])
+
+
+def test_a_dataframe_written_to_s3_is_the_dataset_a_folder_gets(spark, s3, photos, tmp_path, monkeypatch):
+    """Each task uploads its shard under its own attempt name, its first attempt dying half-way
+    through; the driver copies the counted ones into place: the bucket then holds, byte for byte,
+    what a folder gets, and no attempt."""
+    from pyspark import cloudpickle
+
+    from fastdata.converters.engines import spark as engine
+
+    folder = tmp_path / "folder"
+    engine.write_shards(table_frame(spark, photos), folder, format="recordio", name=None)
+    s3.client().mkdir("spark-out")
+    real = engine._ShardTask
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    try:
+        monkeypatch.setattr(engine, "_ShardTask", lambda *a: FirstAttemptDies(real(*a), s3.env()))
+        summary = engine.write_shards(table_frame(spark, photos), "s3://spark-out/photos", format="recordio", name=None)
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    assert summary["images"] == 100
+    assert bucket_files(s3, "spark-out/photos") == files(folder)
+
+
+def test_credentials_in_storage_options_are_refused(spark, photos, tmp_path):
+    from fastdata.errors import ConfigError
+    from fastdata.spark import write_shards
+
+    with pytest.raises(ConfigError, match=r"\['key', 'secret'\] hold credentials.*spark.executorEnv"):
+        write_shards(table_frame(spark, photos), "s3://spark-out/refused", format="recordio",
+                     storage_options={"key": "k", "secret": "s", "endpoint_url": "http://127.0.0.1:9"})
 
 
 def test_a_dataframe_of_paths_and_urls_becomes_a_dataset(spark, photos, tmp_path):

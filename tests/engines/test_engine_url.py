@@ -55,13 +55,13 @@ def test_a_cluster_of_several_machines_is_refused_for_a_url(tmp_path, monkeypatc
     assert not (tmp_path / "cache").exists()
 
 
-@pytest.mark.parametrize("url", ["s3://bucket/out", "file:///tmp/out"])
-def test_a_table_writer_refuses_a_url_output_before_writing(url, tmp_path, monkeypatch):
-    """The writers commit by moving files within OUT; a URL was taken for a relative folder named ``s3:``."""
-    from fastdata.converters.engines.commit import attempts_folder
-    from fastdata.errors import ConfigError
+def test_a_table_writer_takes_a_url_output_for_a_url(tmp_path, monkeypatch):
+    """A URL OUT was once taken for a relative folder named ``s3:`` (or ``file:``)."""
+    from fastdata.converters.engines.commit import prepare_output
 
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(ConfigError, match="is a URL.*write into a folder every worker sees"):
-        attempts_folder(url)
-    assert not list(tmp_path.iterdir())
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    output = prepare_output((tmp_path / "bucket").as_uri())
+    assert output.is_url and output.attempts == ".fastdata-attempts"
+    assert not list(cwd.iterdir())

@@ -12,12 +12,25 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import bucket_files
 
 from fastdata.converters.cli import main
 
 pytestmark = pytest.mark.timeout(600)
 
 ATTEMPTS = ".fastdata-attempts"
+
+
+def _half_a_shard(output, name: str) -> None:
+    """What a task killed mid-write leaves under ``output``'s attempts: part of a
+    shard in a folder or, for a URL, an object (here, not in conftest: this
+    module is shipped to the workers by value, conftest would not be)."""
+    if output.is_url:
+        output.store().write_bytes(f"{output.attempts}/{name}/shard-x.rec", b"half a shard")
+    else:
+        dead = Path(output.attempts) / name
+        dead.mkdir(parents=True, exist_ok=True)
+        (dead / "shard-x.rec").write_bytes(b"half a shard")
 
 
 def files(directory: Path) -> dict[str, bytes]:
@@ -83,9 +96,7 @@ def _sink_that_dies(real: type, marker: str, times: int) -> type:
                     os.close(os.open(f"{marker}.{n}", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
                 except FileExistsError:
                     continue
-                dead = Path(self.attempts) / f"{ctx.task_idx:05d}-killed-{os.getpid()}"
-                dead.mkdir(parents=True, exist_ok=True)
-                (dead / "shard-x.rec").write_bytes(b"half a shard")
+                _half_a_shard(self.output, f"{ctx.task_idx:05d}-killed-{os.getpid()}")
                 os._exit(1)
             return super().write(blocks, ctx)
 
@@ -115,6 +126,22 @@ def test_a_write_task_whose_worker_dies_once(ray_nodes, sink, photos, tmp_path):
     assert stored(out) == sources(photos)  # exactly once: the dead attempt's half shard is not committed
     assert no_attempts_left(out)
     assert main(["verify", str(out), "-q"]) == 0
+
+
+def test_a_bucket_gets_the_files_a_folder_gets_with_a_worker_dying_once(ray_nodes, sink, s3, photos, tmp_path):
+    """s3:// OUT: the write tasks upload under attempt names of their own (one dies mid-shard and
+    is retried), the driver copies the counted ones into place and writes the manifest last."""
+    from fastdata.ray import write_shards
+
+    folder = tmp_path / "folder"
+    write_shards(photo_dataset(photos), folder, format="recordio")
+    sink(str(tmp_path / "died"), 1)
+    s3.client().mkdir("ray-out")
+    # the nodes started before the S3 server: the tasks' credentials and endpoint come as Ray gives env
+    summary = write_shards(photo_dataset(photos), "s3://ray-out/photos", format="recordio",
+                           ray_remote_args={"runtime_env": {"env_vars": s3.env()}})
+    assert summary["images"] == 100 and (tmp_path / "died.0").exists()  # a worker did die
+    assert bucket_files(s3, "ray-out/photos") == files(folder)  # byte for byte; no attempt object left
 
 
 def test_a_job_that_cannot_finish_leaves_no_manifest(ray_nodes, sink, photos, tmp_path):

