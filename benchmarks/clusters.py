@@ -19,10 +19,18 @@ from pathlib import Path
 MISSING = "needs {what}: pip install -e '.[{extra}]' (CI installs it: .ci/run)"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+#: Ports Ray's components take by default whatever else is chosen (GCS, dashboard, client server,
+#: dashboard agent): a free port the kernel offers may be one of them (CI once got 52365 for the GCS)
+RAY_DEFAULT_PORTS = frozenset({6379, 8265, 10001, 52365})
+
+
+def free_port(avoid: frozenset[int] = RAY_DEFAULT_PORTS) -> int:
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in avoid:
+            return port
 
 
 class RayNodes:
@@ -52,7 +60,9 @@ class RayNodes:
             raise
 
     def _start(self, n: int) -> None:
-        common = ["--block", "--node-ip-address=127.0.0.1", "--num-cpus=1", "--object-store-memory=100000000"]
+        # each node's dashboard agent on a port of its own, not both on the default 52365
+        common = ["--block", "--node-ip-address=127.0.0.1", "--num-cpus=1", "--object-store-memory=100000000",
+                  f"--dashboard-agent-listen-port={free_port()}"]
         if n == 0:
             args = ["--head", f"--port={self.port}", "--include-dashboard=false", "--disable-usage-stats"]
         else:
