@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import time
 from collections import Counter
@@ -81,14 +82,14 @@ class Summary:
 
     @classmethod
     def from_records(cls, out: str, plan: Plan, records: dict[str, ShardRecord]) -> Summary:
-        s = cls(format=plan.options.format, out=out, skipped=list(plan.skipped), ignored=list(plan.ignored),
-                restart_markers=plan.options.restart_markers)
+        s = cls(format=plan.options.format, out=out, skipped=_by_url(plan, plan.skipped),
+                ignored=_by_url(plan, plan.ignored), restart_markers=plan.options.restart_markers)
         done = [(shard, r) for shard in plan.shards if (r := records.get(shard.key)) is not None]
         total = ShardRecord.joined([r for _, r in done], None)  # the same sums as a shard's pieces
         s.images, s.bytes_in, s.bytes_out = total.written, total.bytes_in, total.bytes_out
         s.normalised_images, s.restart_marked = total.normalised_images, total.restart_marked
         s.normalised.update(total.normalised)
-        s.skipped += total.skipped
+        s.skipped += _by_url(plan, total.skipped)
         s.shards = sum(r.info is not None for _, r in done)
         for shard, r in done:
             if shard.split:
@@ -153,3 +154,14 @@ class Summary:
 
     def skipped_lines(self) -> list[str]:
         return [f"  {path}: {reason}" for path, reason in self.skipped]
+
+
+def _by_url(plan: Plan, entries: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``(path, reason)`` entries, each file of a source copied from a URL named
+    by its object's URL: the local copy is fastdata's and goes once converted."""
+    url = plan.source.get("url")
+    if not url:
+        return list(entries)
+    prefix = os.path.join(plan.source["root"], "")
+    return [(f"{url}/{path[len(prefix):].replace(os.sep, '/')}" if path.startswith(prefix) else path, why)
+            for path, why in entries]

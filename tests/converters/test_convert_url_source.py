@@ -44,6 +44,16 @@ def test_a_url_source_converts_to_the_bytes_of_the_folder(folder, tmp_path):
     assert main(["verify", str(tmp_path / "from-url"), "-q"]) == 0
 
 
+def test_a_skipped_file_is_named_by_its_url_not_the_local_copy(folder, tmp_path, capsys):
+    damaged = sorted(folder.rglob("*.jpg"))[3]
+    damaged.write_bytes(b"not a JPEG")
+    capsys.readouterr()
+    assert main(["convert", folder.as_uri(), str(tmp_path / "out"), *CONVERT]) == 1  # shards written, a file skipped
+    err = capsys.readouterr().err
+    assert f"  {folder.as_uri()}/{damaged.relative_to(folder).as_posix()}: " in err
+    assert str(source_dir(folder.as_uri())) not in err
+
+
 def test_a_second_fetch_downloads_only_what_is_missing(folder, monkeypatch):
     fetched = []
     real = Store.download
