@@ -6,8 +6,8 @@ shard in an attempt folder of its own (``OUT/.fastdata-attempts/...``) and
 returns what it wrote; the driver (``on_write_complete``) moves (in a
 bucket, copies) only the attempts Ray Data counted into OUT, removes the
 attempts folder (a retried task's, a killed worker's half shard), and
-writes the manifest last. A job that fails (``on_write_failed``, or the write raising) leaves no manifest
-and no attempts folder.
+writes the manifest last. A job that fails (``on_write_failed``, or the
+write raising) leaves no manifest and no attempts folder.
 
 Sample ids are the rows' positions in the dataset's order: the dataset is
 first materialized with ``preserve_order`` (its blocks in their order, run
