@@ -117,9 +117,15 @@ def prepare_output(out: str | os.PathLike[str], storage_options: dict[str, Any] 
             read-only URL; ``storage_options`` hold credentials.
     """
     if is_url(os.fspath(out)):
+        from fastdata.remote.store import without_credentials
+
         from .bucket import open_bucket
 
-        output = Output(os.fspath(out).rstrip("/"), _without_credentials(storage_options))
+        options = without_credentials(storage_options, (
+            "they would travel to every task of write_shards; give them through the workers' environment instead: an "
+            "instance role, spark.executorEnv.AWS_ACCESS_KEY_ID (and ..._SECRET_ACCESS_KEY) for Spark, "
+            "ray_remote_args={'runtime_env': {'env_vars': {...}}} for Ray"))
+        output = Output(os.fspath(out).rstrip("/"), options)
         open_bucket(output.store(), output.attempts)
         return output
     folder = Path(out).absolute()
@@ -127,21 +133,6 @@ def prepare_output(out: str | os.PathLike[str], storage_options: dict[str, Any] 
         raise ConfigError(f"{folder} already holds a finished dataset; write into another folder")
     (folder / ATTEMPTS).mkdir(parents=True, exist_ok=True)
     return Output(str(folder))
-
-
-def _without_credentials(storage_options: dict[str, Any] | None) -> dict[str, Any]:
-    """A copy of ``storage_options``, refused when it holds credentials: as
-    everywhere in fastdata, they come from the backend's environment."""
-    from fastdata.remote.store import _SECRET_OPTIONS
-
-    options = dict(storage_options or {})
-    secret = sorted(k for k in options if k in _SECRET_OPTIONS)
-    if secret:
-        raise ConfigError(
-            f"write_shards: storage_options {secret} hold credentials, which would travel to every task; give them "
-            "through the workers' environment instead: an instance role, spark.executorEnv.AWS_ACCESS_KEY_ID (and "
-            "..._SECRET_ACCESS_KEY) for Spark, ray_remote_args={'runtime_env': {'env_vars': {...}}} for Ray")
-    return options
 
 
 def abandon(output: Output) -> None:

@@ -32,7 +32,7 @@ from ._forklock import ForkSafeLock
 from .cache import Expected, NoRoomAhead, ShardCache
 from .locks import lock_path, locked
 from .retry import ObjectMissing, RetryPolicy
-from .store import _SECRET_OPTIONS, Store
+from .store import Store, without_credentials
 from .urls import cache_key, scrub_url
 
 SETTINGS_NAME = ".fastdata-remote.json"
@@ -98,14 +98,9 @@ def localize(
 def _checked_options(storage_options: dict[str, Any] | None, cache_bytes: int | None) -> dict[str, Any]:
     """A copy of ``storage_options``, refused when it holds credentials (they would be kept in
     the cache's settings file), or when ``cache_bytes`` is not positive."""
-    options = dict(storage_options or {})
-    secret = sorted(k for k in options if k in _SECRET_OPTIONS)
-    if secret:
-        raise ConfigError(
-            f"storage_options {secret} hold credentials; fastdata keeps these settings in its cache directory, "
-            "so give credentials through the backend's environment variables or config files instead "
-            "(AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or ~/.aws/credentials for s3://)"
-        )
+    options = without_credentials(storage_options, "fastdata keeps these settings in its cache directory, so give "
+                                  "credentials through the backend's environment variables or config files instead "
+                                  "(AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or ~/.aws/credentials for s3://)")
     if cache_bytes is not None and cache_bytes <= 0:
         raise ConfigError(f"cache_bytes must be positive, got {cache_bytes}")
     return options

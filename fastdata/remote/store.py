@@ -17,7 +17,7 @@ import os
 from typing import Any
 
 from .._optional import require
-from ..errors import MissingDependencyError
+from ..errors import ConfigError, MissingDependencyError
 from ._forklock import ForkSafeLock
 from .retry import ObjectMissing, RetryPolicy, call
 from .urls import join, protocol, scrub
@@ -35,6 +35,21 @@ _ENV_PREFIXES = ("AWS_", "GOOGLE_", "GCS", "FSSPEC_", "HTTP_PROXY", "HTTPS_PROXY
 _SECRET_OPTIONS = ("key", "secret", "token", "password", "session_token", "client_secret")
 
 _lock = ForkSafeLock()
+
+
+def without_credentials(options: dict[str, Any] | None, why: str) -> dict[str, Any]:
+    """A copy of fsspec ``options``, refused when it holds credentials: fastdata
+    takes them only from each backend's environment and files. ``why`` says
+    where the options would have gone and what to do instead.
+
+    Raises:
+        ConfigError: naming the credential options.
+    """
+    copy = dict(options or {})
+    secret = sorted(k for k in copy if k in _SECRET_OPTIONS)
+    if secret:
+        raise ConfigError(f"storage_options {secret} hold credentials; {why}")
+    return copy
 _filesystems: dict[tuple[int, str, str], Any] = {}
 
 

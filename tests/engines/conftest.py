@@ -72,9 +72,3 @@ def spark() -> Iterator[object]:
         yield session
     finally:
         session.stop()
-
-
-def bucket_files(server, prefix: str) -> dict[str, bytes]:
-    """Every object under ``bucket/prefix`` on the test S3 server, by name relative to it."""
-    fs = server.client()
-    return {p[len(prefix) + 1:]: fs.cat_file(p) for p in sorted(fs.find(prefix))}

@@ -9,26 +9,15 @@ import sys
 import threading
 from pathlib import Path
 
+import enginekit
 import pytest
-from conftest import CONVERT, bucket_files
+from conftest import CONVERT
 
 from fastdata.converters.cli import main
 from fastdata.converters.workers import sparkpool
 from fastdata.converters.workers.attempts import ATTEMPT_PREFIX, job_folder
 
 pytestmark = pytest.mark.timeout(600)
-
-
-def _half_a_shard(output, name: str) -> None:
-    """What a task killed mid-write leaves under ``output``'s attempts: part of a
-    shard in a folder or, for a URL, an object (here, not in conftest: this
-    module is shipped to the workers by value, conftest would not be)."""
-    if output.is_url:
-        output.store().write_bytes(f"{output.attempts}/{name}/shard-x.rec", b"half a shard")
-    else:
-        dead = Path(output.attempts) / name
-        dead.mkdir(parents=True, exist_ok=True)
-        (dead / "shard-x.rec").write_bytes(b"half a shard")
 
 
 def files(directory: Path) -> dict[str, bytes]:
@@ -159,7 +148,7 @@ class FirstAttemptDies:
         os.environ.update(self.env)
 
         if TaskContext.get().attemptNumber() == 0:
-            _half_a_shard(self.real.output, f"{partition:05d}-killed")
+            enginekit.half_a_shard(self.real.output, f"{partition:05d}-killed")
             os._exit(1)
         return self.real(partition, rows)
 
@@ -182,12 +171,14 @@ def test_a_dataframe_task_that_dies_on_its_first_attempt(spark, photos, tmp_path
 
     real = engine._ShardTask
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    cloudpickle.register_pickle_by_value(enginekit)
     try:
         monkeypatch.setattr(engine, "_ShardTask", lambda *a: FirstAttemptDies(real(*a)))
         out = tmp_path / "frame-retried"
         assert engine.write_shards(photo_frame(spark, photos), out, format="tfrecord")["images"] == 100
     finally:
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+        cloudpickle.unregister_pickle_by_value(enginekit)
     assert stored(out) == sources(photos)
     assert not [p for p in out.rglob("*") if "attempt" in p.name or "killed" in p.name or p.name == "shard-x.rec"]
     assert main(["verify", str(out), "-q"]) == 0
@@ -213,13 +204,15 @@ def test_a_dataframe_written_to_s3_is_the_dataset_a_folder_gets(spark, s3, photo
     s3.client().mkdir("spark-out")
     real = engine._ShardTask
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    cloudpickle.register_pickle_by_value(enginekit)
     try:
         monkeypatch.setattr(engine, "_ShardTask", lambda *a: FirstAttemptDies(real(*a), s3.env()))
         summary = engine.write_shards(table_frame(spark, photos), "s3://spark-out/photos", format="recordio", name=None)
     finally:
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+        cloudpickle.unregister_pickle_by_value(enginekit)
     assert summary["images"] == 100
-    assert bucket_files(s3, "spark-out/photos") == files(folder)
+    assert enginekit.bucket_files(s3, "spark-out/photos") == files(folder)
 
 
 def test_credentials_in_storage_options_are_refused(spark, photos, tmp_path):

@@ -11,26 +11,14 @@ import re
 import sys
 from pathlib import Path
 
+import enginekit
 import pytest
-from conftest import bucket_files
 
 from fastdata.converters.cli import main
 
 pytestmark = pytest.mark.timeout(600)
 
 ATTEMPTS = ".fastdata-attempts"
-
-
-def _half_a_shard(output, name: str) -> None:
-    """What a task killed mid-write leaves under ``output``'s attempts: part of a
-    shard in a folder or, for a URL, an object (here, not in conftest: this
-    module is shipped to the workers by value, conftest would not be)."""
-    if output.is_url:
-        output.store().write_bytes(f"{output.attempts}/{name}/shard-x.rec", b"half a shard")
-    else:
-        dead = Path(output.attempts) / name
-        dead.mkdir(parents=True, exist_ok=True)
-        (dead / "shard-x.rec").write_bytes(b"half a shard")
 
 
 def files(directory: Path) -> dict[str, bytes]:
@@ -96,7 +84,7 @@ def _sink_that_dies(real: type, marker: str, times: int) -> type:
                     os.close(os.open(f"{marker}.{n}", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
                 except FileExistsError:
                     continue
-                _half_a_shard(self.output, f"{ctx.task_idx:05d}-killed-{os.getpid()}")
+                enginekit.half_a_shard(self.output, f"{ctx.task_idx:05d}-killed-{os.getpid()}")
                 os._exit(1)
             return super().write(blocks, ctx)
 
@@ -111,9 +99,11 @@ def sink(monkeypatch):
     from fastdata.converters.engines import ray as engine
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    cloudpickle.register_pickle_by_value(enginekit)
     yield lambda marker, times: monkeypatch.setattr(engine, "_ShardSink",
                                                     _sink_that_dies(engine._ShardSink, marker, times))
     cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    cloudpickle.unregister_pickle_by_value(enginekit)
 
 
 def test_a_write_task_whose_worker_dies_once(ray_nodes, sink, photos, tmp_path):
@@ -141,7 +131,7 @@ def test_a_bucket_gets_the_files_a_folder_gets_with_a_worker_dying_once(ray_node
     summary = write_shards(photo_dataset(photos), "s3://ray-out/photos", format="recordio",
                            ray_remote_args={"runtime_env": {"env_vars": s3.env()}})
     assert summary["images"] == 100 and (tmp_path / "died.0").exists()  # a worker did die
-    assert bucket_files(s3, "ray-out/photos") == files(folder)  # byte for byte; no attempt object left
+    assert enginekit.bucket_files(s3, "ray-out/photos") == files(folder)  # byte for byte; no attempt object left
 
 
 def test_a_job_that_cannot_finish_leaves_no_manifest(ray_nodes, sink, photos, tmp_path):
