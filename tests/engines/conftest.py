@@ -15,12 +15,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))  # the clusters, shared with engine_convert.py
 from clusters import MISSING, RayNodes, spark_session  # noqa: E402
+from enginekit import CONVERT  # noqa: E402
 
 from fastdata.converters.cli import main  # noqa: E402
-
-#: The shard options every engine test converts with: 6 shards, cut into pieces
-#: as workers come free (so joins run as engine tasks too).
-CONVERT = ["--format", "recordio", "--shards", "6", "--test-min-piece", "200000", "-q"]
 
 
 def _need(module: str, what: str, extra: str) -> None:

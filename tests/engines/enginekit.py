@@ -7,6 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+#: The shard options every engine test converts with: 6 shards, cut into pieces
+#: as workers come free (so joins run as engine tasks too).
+CONVERT = ["--format", "recordio", "--shards", "6", "--test-min-piece", "200000", "-q"]
+
 
 def half_a_shard(output, name: str) -> None:
     """What a task killed mid-write leaves under ``output``'s attempts (an

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from clusters import task_processes
-from conftest import CONVERT
+from enginekit import CONVERT
 
 from fastdata.converters.cli import main
 

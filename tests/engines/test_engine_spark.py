@@ -11,7 +11,7 @@ from pathlib import Path
 
 import enginekit
 import pytest
-from conftest import CONVERT
+from enginekit import CONVERT
 
 from fastdata.converters.cli import main
 from fastdata.converters.workers import sparkpool

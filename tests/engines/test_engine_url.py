@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import CONVERT
+from enginekit import CONVERT
 
 from fastdata.converters.cli import main
 from fastdata.converters.workers import engines
