@@ -183,7 +183,10 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes(small_folder, tmp_path, capsys
     tag = f"sigint-{os.getpid()}-{time.monotonic_ns()}"
     proc = subprocess.Popen(
         [sys.executable, "-m", "fastdata.converters.cli", *args, "--workers", "2"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_tagged_env(tag, delay=0.25),
+        # 1 s an image: the run lasts about 7 s unless interrupted, so a test process held off the
+        # CPU between seeing the state folder and signalling still interrupts it (at 0.25 s an image a
+        # fresh-clone run under load signalled a run that had finished: exit 0); the test takes 6 s
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_tagged_env(tag, delay=1.0),
     )
     deadline = time.monotonic() + 60
     while not (out / STATE_DIR).is_dir():
