@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -175,19 +176,37 @@ def test_merge_after_the_last_node_wrote_the_manifest(edge_images, tmp_path, cap
     assert run_cli(capsys, "merge", out, "-q") == (0, "", "")
 
 
+@contextlib.contextmanager
+def _sigint_not_ignored():
+    """Processes started in the body do not inherit an ignored SIGINT. A suite run in the
+    background of a script (``python -m pytest &``, nohup) has SIGINT ignored, exec keeps it
+    ignored, and the converter rightly keeps ignoring it: it finished and exited 0 (a fresh
+    clone's run, twice). A handler set here is reset to the default by exec instead."""
+    previous = signal.getsignal(signal.SIGINT)
+    if previous != signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and signals")
 def test_ctrl_c_stops_cleanly_and_resume_finishes(small_folder, tmp_path, capsys):
     src = small_folder
     out = tmp_path / "interrupted"
     args = ["convert", str(src), str(out), "--format", "recordio", "--shards", "13", "-q"]
     tag = f"sigint-{os.getpid()}-{time.monotonic_ns()}"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "fastdata.converters.cli", *args, "--workers", "2"],
-        # 1 s an image: the run lasts about 7 s unless interrupted, so a test process held off the
-        # CPU between seeing the state folder and signalling still interrupts it (at 0.25 s an image a
-        # fresh-clone run under load signalled a run that had finished: exit 0); the test takes 6 s
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_tagged_env(tag, delay=1.0),
-    )
+    with _sigint_not_ignored():
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "fastdata.converters.cli", *args, "--workers", "2"],
+            # 1 s an image: the run lasts about 7 s unless interrupted, so a test process held off
+            # the CPU between seeing the state folder and signalling still interrupts it (at 0.25 s
+            # an image, a 3 s hold there signalled a finished run: exit 0); the test takes 6 s
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_tagged_env(tag, delay=1.0),
+        )
     deadline = time.monotonic() + 60
     while not (out / STATE_DIR).is_dir():
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
