@@ -29,11 +29,9 @@ from fastdata.formats import registry
 from fastdata.formats.manifest import MANIFEST_NAME, Manifest
 from fastdata.remote.mirror import data_object, default_cache_dir
 from fastdata.remote.store import Store
-from fastdata.remote.urls import cache_key, is_url, protocol, scrub_url
+from fastdata.remote.urls import READ_ONLY, cache_key, is_url, protocol, scrub_url
 
 from .output import state
-
-_WRITABLE_NOT = ("http", "https")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,7 +112,7 @@ def _materialize(store: Store, local: Path, *, records: int | None) -> None:
     splits = [] if store.size(MANIFEST_NAME) is not None else [
         s for s in state.SPLIT_NAMES if store.size(f"{s}/{MANIFEST_NAME}") is not None
     ]
-    listing = store.listing() if protocol(store.url) not in _WRITABLE_NOT else {}
+    listing = store.listing() if protocol(store.url) not in READ_ONLY else {}
     for prefix in [f"{s}/" for s in splits] or [""]:
         try:
             text = store.read_bytes(prefix + MANIFEST_NAME)  # bytes: a damaged manifest is a ManifestError
@@ -135,7 +133,7 @@ def _materialize(store: Store, local: Path, *, records: int | None) -> None:
                     _download(store, prefix + name, directory / name)
                 wanted = None if wanted is None else wanted - info.records
             else:
-                _stand_in(directory / data, size)
+                stand_in(directory / data, size)
         for name in manifest.extra_files():
             _download(store, prefix + name, directory / name)
         (directory / MANIFEST_NAME).write_bytes(text)
@@ -149,7 +147,7 @@ def _download(store: Store, name: str, local: Path) -> None:
         pass  # the local command reports the missing file
 
 
-def _stand_in(path: Path, size: int) -> None:
+def stand_in(path: Path, size: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as f:
         f.truncate(size)  # sparse: no bytes written, only the size inspect compares
@@ -200,7 +198,7 @@ def convert(request, convert_fn) -> int:
     """Run ``convert_fn`` (the local conversion) into the staging directory,
     then upload; ``request.out`` is the URL. Returns the exit code."""
     url = request.out.rstrip("/")
-    if protocol(url) in _WRITABLE_NOT:
+    if protocol(url) in READ_ONLY:
         raise ConfigError(f"{scrub_url(url)}: {protocol(url)}:// is read-only here; convert to s3:// (or another "
                           "object store fsspec can write), or to a local directory that a web server publishes")
     if request.num_nodes > 1:

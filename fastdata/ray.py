@@ -96,7 +96,8 @@ def write_shards(ds: Any, out: str | os.PathLike[str], *, format: str, image: st
                  encode: Any = None, on_error: str = "skip", storage_options: dict[str, Any] | None = None,
                  ray_remote_args: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write the ``ray.data.Dataset`` ``ds`` into the dataset folder ``out``
-    (or a URL: ``s3://bucket/prefix``, with ``storage_options``), one shard a block, and return a summary (``shards``, ``images``, ``skipped``).
+    (or a URL: ``s3://bucket/prefix``, with ``storage_options``), one shard a
+    block, and return a summary (``shards``, ``images``, ``skipped``).
 
     Sample ids are the rows' positions in ``ds``'s order (its blocks in
     order, then their rows); ``ds.repartition(n)`` first for ``n`` shards. A

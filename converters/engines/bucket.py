@@ -24,7 +24,6 @@ shard whose index fastdata wrote itself.
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -34,9 +33,9 @@ from fastdata.formats import dataset_writer, registry
 from fastdata.formats.manifest import MANIFEST_NAME
 from fastdata.formats.sample import ShardInfo
 from fastdata.remote.store import Store
-from fastdata.remote.urls import protocol, scrub_url
+from fastdata.remote.urls import READ_ONLY, protocol, scrub_url
 
-_READ_ONLY = ("http", "https")
+from ..remote_io import stand_in
 
 
 def open_bucket(store: Store, attempts: str) -> None:
@@ -48,7 +47,7 @@ def open_bucket(store: Store, attempts: str) -> None:
         RemoteError: the store cannot be reached (the message says why).
     """
     url = store.url
-    if protocol(url) in _READ_ONLY:
+    if protocol(url) in READ_ONLY:
         raise ConfigError(f"write_shards: {scrub_url(url)}: {protocol(url)}:// is read-only; write to s3:// (or "
                           "another object store fsspec can write) or to a folder every worker sees")
     if store.size(MANIFEST_NAME) is not None:
@@ -56,20 +55,20 @@ def open_bucket(store: Store, attempts: str) -> None:
     remove_prefix(store, attempts)
 
 
-def upload_attempt(store: Store, attempts: str, folder: Path) -> str:
-    """Upload every file under the local attempt ``folder`` to
+def upload_attempt(store: Store, attempts: str, folder: Path, files: tuple[str, ...]) -> str:
+    """Upload ``files`` (relative to the local attempt ``folder``) to
     ``attempts/<folder's name>/...``; returns that prefix."""
     prefix = f"{attempts}/{folder.name}"
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        store.upload(str(path), f"{prefix}/{path.relative_to(folder).as_posix()}")
+    for name in files:
+        store.upload(str(folder / name), f"{prefix}/{name}")
     return prefix
 
 
 def remove_prefix(store: Store, prefix: str) -> None:
-    """Delete every object whose name starts with ``prefix/``."""
-    for name in sorted(store.listing()):
-        if name.startswith(prefix + "/"):
-            store.remove(name)
+    """Delete every object under ``prefix/`` (only that prefix is listed, not the dataset beside it)."""
+    under = Store(store.url_of(prefix), store.options, store.policy)
+    for name in sorted(under.listing()):
+        under.remove(name)
 
 
 def commit_objects(store: Store, moves: list[tuple[str, str]], attempts: str) -> None:
@@ -92,28 +91,9 @@ def finish(store: Store, format_name: str, infos: list[ShardInfo], classes: list
                 if small:
                     (local / small).parent.mkdir(parents=True, exist_ok=True)
                     store.download(small, str(local / small))
-            data = local / spec.data_file(info.file)
-            data.parent.mkdir(parents=True, exist_ok=True)
-            with open(data, "wb") as f:
-                f.truncate(info.bytes)  # sparse: the size the hook checks, no bytes
+            stand_in(local / spec.data_file(info.file), info.bytes)  # the size the hook checks, no bytes
         before = {p for p in local.rglob("*") if p.is_file()}
         dataset_writer.finish_dataset(local, format_name, infos, classes, extra=extra)
         written = sorted(p for p in local.rglob("*") if p.is_file() and p not in before and p.name != MANIFEST_NAME)
         for path in [*written, local / MANIFEST_NAME]:
             store.upload(str(path), path.relative_to(local).as_posix())
-
-
-def write_local(write: Any, folder_name: str) -> tuple[Path, Any]:
-    """A local temporary folder named ``folder_name`` for a task's shard, and
-    what ``write(folder)`` returns; the caller uploads, then calls :func:`drop`."""
-    folder = Path(tempfile.mkdtemp(prefix="fastdata-attempt-")) / folder_name
-    folder.mkdir()
-    try:
-        return folder, write(folder)
-    except BaseException:
-        drop(folder)
-        raise
-
-
-def drop(folder: Path) -> None:
-    shutil.rmtree(folder.parent, ignore_errors=True)

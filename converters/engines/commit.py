@@ -18,6 +18,7 @@ import dataclasses
 import itertools
 import os
 import shutil
+import tempfile
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -159,13 +160,13 @@ def write_attempt(output: Output, shard: str, order: int, rows: Iterable[Row], o
         folder = Path(output.attempts) / name
         folder.mkdir(parents=True)
         return _write_shard(folder, shard, order, itertools.chain([first], rows), options)
-    from .bucket import drop, upload_attempt, write_local
+    from .bucket import upload_attempt
 
-    folder, attempt = write_local(lambda f: _write_shard(f, shard, order, itertools.chain([first], rows), options), name)
-    try:
-        prefix = upload_attempt(output.store(), output.attempts, folder) if attempt.info is not None else ""
-    finally:
-        drop(folder)
+    with tempfile.TemporaryDirectory(prefix="fastdata-attempt-") as tmp:
+        folder = Path(tmp) / name
+        folder.mkdir()
+        attempt = _write_shard(folder, shard, order, itertools.chain([first], rows), options)
+        prefix = upload_attempt(output.store(), output.attempts, folder, attempt.files) if attempt.info else ""
     return dataclasses.replace(attempt, folder=prefix)
 
 

@@ -15,6 +15,8 @@ _SECRET_PARAM = re.compile(r"(sig|signature|token|key|secret|credential|password
 _SECRET_ENV = re.compile(r"(SECRET|TOKEN|PASSWORD|CREDENTIAL|ACCESS_KEY)", re.I)
 _MIN_SECRET = 6  # shorter values are not worth masking (and would mask ordinary words)
 MASK = "***"
+#: Protocols fastdata reads but never writes (plain HTTP has no upload, listing or delete).
+READ_ONLY = ("http", "https")
 
 
 def is_url(path: object) -> bool:
