@@ -13,6 +13,13 @@ nvImageCodec 0.9's Python API (``nvidia.nvimgcodec``):
   batch a thread decodes, unless ``size_hint`` is given).
 * **per-image ROI** from the plan: each image's window (the source pixels
   the resampling reads) as ``code_stream.get_sub_code_stream(region=Region(...))``.
+  With nvJPEG < 13.2 the hardware decoder refuses a region of a JPEG with
+  subsampled chroma unless ``enable_roi_fancy_upsampling=1`` (its warning:
+  the region's 1-pixel edge may differ), and every such image went to CUDA
+  decode instead: half the rate in the second GPU run (4,296 img/s against
+  torchvision's 7,983). A window's edge pixels lie at its filter's support,
+  where the weights are 0 (or at the image's own edge, which the full decode
+  has too), so that edge never reaches the output: the option is set.
 * **one decoder per thread, on ``threads`` threads**: the batch is cut into
   that many parts, each decoded by its own thread's decoder on its own CUDA
   stream, so the per-image waits inside nvJPEG overlap; the caller's stream
@@ -29,8 +36,10 @@ with the same names (the tests' stand-in).
 from __future__ import annotations
 
 import importlib
+import os
 import statistics
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -95,6 +104,7 @@ class NvImageCodecDecoder:
         self._local = threading.local()  # this thread's decoder (and CUDA stream), by device index
         self._pools: list[ThreadPoolExecutor] = []  # one thread each: part i always runs on thread i
         self._lock = threading.Lock()
+        _LIVE.add(self)
 
     def __repr__(self) -> str:
         return (f"NvImageCodecDecoder(threads={self.threads}, hw_load={self.hw_load}, roi={self.roi}"
@@ -113,7 +123,8 @@ class NvImageCodecDecoder:
         height, width = size
         return (f"nvjpeg_hw_decoder:preallocate_batch_size={max(1, part)} "
                 f"nvjpeg_hw_decoder:preallocate_width_hint={max(1, width)} "
-                f"nvjpeg_hw_decoder:preallocate_height_hint={max(1, height)}")
+                f"nvjpeg_hw_decoder:preallocate_height_hint={max(1, height)} "
+                + ("nvjpeg_hw_decoder:enable_roi_fancy_upsampling=1" if self.roi else ""))
 
     def _decoder(self, device: torch.device, streams: list[Any], sizes: list[tuple[int, int]] | None) -> Any:
         """This thread's decoder for ``device``, made on first use with the
@@ -163,6 +174,16 @@ class NvImageCodecDecoder:
                                for i in range(self.threads)]
             return self._pools
 
+    def close(self) -> None:
+        """Stop the decoder threads; their decoders go with them (made again on
+        the next call). Also done before every fork of this process: a worker
+        forked while nvImageCodec's threads lived died at once with SIGSEGV
+        in the second GPU run (``test_prefetch_to_cuda_equals_the_cpu_path``)."""
+        with self._lock:
+            pools, self._pools = self._pools, []
+        for pool in pools:
+            pool.shutdown(wait=True)
+
     def decode(self, encoded: list[torch.Tensor], device: torch.device,
                regions: list[tuple[int, int, int, int]] | None = None) -> list[torch.Tensor | None]:
         """One image per input, None where nvImageCodec could not decode it;
@@ -189,6 +210,18 @@ class NvImageCodecDecoder:
         for i, im in zip(kept, decoded):
             images[i] = None if im is None else _tensor(im, device, self.cpu)
         return images
+
+
+_LIVE: weakref.WeakSet[NvImageCodecDecoder] = weakref.WeakSet()
+
+
+def _close_all() -> None:
+    for decoder in list(_LIVE):
+        decoder.close()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_close_all)
 
 
 def _sizes(streams: list[Any]) -> list[tuple[int, int]]:

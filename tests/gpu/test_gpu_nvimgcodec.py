@@ -6,6 +6,7 @@ wheel is installed, against nvImageCodec's own CPU backend."""
 
 from __future__ import annotations
 
+import multiprocessing
 import sys
 import threading
 import warnings
@@ -119,7 +120,10 @@ def test_the_hardware_engine_first_then_cuda_and_preallocated_for_each_threads_p
     pinned.decode([torch.frombuffer(bytearray(data[0]), dtype=torch.uint8)], torch.device("cpu"))
     assert pinned._codec.decoders[0]["options"].split() == [
         "nvjpeg_hw_decoder:preallocate_batch_size=256", "nvjpeg_hw_decoder:preallocate_width_hint=640",
-        "nvjpeg_hw_decoder:preallocate_height_hint=480"]
+        "nvjpeg_hw_decoder:preallocate_height_hint=480", "nvjpeg_hw_decoder:enable_roi_fancy_upsampling=1"]
+    whole = NvImageCodecDecoder(codec=_Codec(), size_hint=(480, 640), threads=1, roi=False)
+    whole.decode([torch.frombuffer(bytearray(data[0]), dtype=torch.uint8)], torch.device("cpu"))
+    assert not any("roi" in o for o in whole._codec.decoders[0]["options"].split())  # no regions asked: left as it is
     cpu = NvImageCodecDecoder(codec=_Codec(), cpu=True)
     assert [b.backend_kind for b in cpu.backends()] == ["CPU_ONLY"]
 
@@ -189,3 +193,24 @@ def test_nvimgcodecs_own_cpu_backend_decodes_the_windows_the_stage_asks_for(hyme
     assert loader.prefetcher.decoder.roi
     for (x, y), (cx, cy) in zip(loader, cpu, strict=True):
         assert torch.equal(y, cy) and (x.int() - cx.int()).abs().float().mean() <= TOLERANCE_MEAN
+
+
+def _decoder_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("fastdata-nvimgcodec-")]
+
+
+def test_decoder_threads_stop_before_a_fork_and_come_back_after(hymenoptera):
+    # a worker forked while nvImageCodec's threads lived died of SIGSEGV on the GPU machine
+    codec = _Codec()
+    decoder = NvImageCodecDecoder(codec=codec, threads=2)
+    encoded = [torch.frombuffer(bytearray(d), dtype=torch.uint8) for d in _photos(hymenoptera, 4)]
+    decoder.decode(encoded, torch.device("cpu"))
+    assert len(_decoder_threads()) == 2
+    child = multiprocessing.get_context("fork").Process(target=_decoder_threads)
+    child.start()
+    child.join(30)
+    assert child.exitcode == 0 and _decoder_threads() == []
+    again = decoder.decode(encoded, torch.device("cpu"))
+    assert all(im is not None for im in again) and len(codec.decoders) == 4  # made again, on new threads
+    decoder.close()
+    assert _decoder_threads() == []
