@@ -42,14 +42,6 @@ Fallback = Callable[[tuple[int, int, int]], tuple[Any, Any]]
 
 _WEIGHTS_BYTES = 64 << 20
 
-GROUP_WASTE = 1.6
-"""How much padding a resample group may add (:func:`~.resample.chunks`). The
-second GPU run spent 33-70 ms of host time per batch of 256 launching the
-resample, and each group is about 20 launches; RandomResizedCrop's windows over
-the hymenoptera photos make 15 groups at 1.3 (padding 1.29x) and 4 at 1.6
-(1.59x): the device has the time (its whole resample was about 1.5 ms a batch),
-the launching thread has not."""
-
 
 def _runs(groups: list[np.ndarray], windows: np.ndarray, out_size: tuple[int, int]) -> list[list[tuple[int, int]]]:
     """Consecutive groups, as (start, stop) slices of the group-ordered samples, in
@@ -147,9 +139,7 @@ class GPUBatches:
             self._active.close()
             self._active = None
         self._streams = None
-        release = getattr(self.decoder, "close", None)  # nvImageCodec's decoder threads
-        if release is not None:
-            release()
+        getattr(self.decoder, "close", lambda: None)()  # nvImageCodec's decoder threads
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, Any]]:
         if self._active is not None:
@@ -373,7 +363,7 @@ class GPUBatches:
         starts = torch.zeros(len(sizes), dtype=torch.int64)
         torch.cumsum(3 * sizes[:-1, 0] * sizes[:-1, 1], 0, out=starts[1:])
         flat = pack(images, 3 * round_up(int(batch.windows[:, 3].max())))
-        groups = chunks(batch.windows.numpy(), self.budget, waste=GROUP_WASTE)
+        groups = chunks(batch.windows.numpy(), self.budget)
         order = torch.from_numpy(np.concatenate(groups))
         # the samples in group order, in two copies to the device (pinned: no wait on the
         # stream's earlier work); each group is then a slice

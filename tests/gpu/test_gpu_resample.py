@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from fastdata.gpu.resample import chunks, crop_resize, pack, padding, window
+from fastdata.gpu.resample import GROUP_WASTE, chunks, crop_resize, pack, padding, window
 from PIL import Image
 
 
@@ -75,7 +75,7 @@ def test_layouts_and_chunking_give_the_same_batch():
 @pytest.mark.parametrize("budget", [1, 10**9])
 def test_chunks_cover_every_sample_once(budget):
     windows = np.array([[0, 0, r, c] for r, c in [(10, 10), (500, 400), (20, 30), (1000, 3000), (5, 5)]])
-    groups = chunks(windows, budget)
+    groups = chunks(windows, budget, waste=1.3)
     assert sorted(np.concatenate(groups).tolist()) == list(range(5))
     assert len(groups) == 5  # budget 1 splits everything; 10**9 fits all, but no two pad within 1.3x
     same = np.array([[0, 0, 300, 200]] * 7 + [[0, 0, 290, 195]] * 3)
@@ -87,8 +87,10 @@ def test_groups_pad_at_most_the_stated_waste_over_random_crops():
     rows, cols = rng.integers(40, 500, 256), rng.integers(40, 500, 256)
     windows = np.stack([np.zeros(256), np.zeros(256), rows, cols], axis=1).astype(np.int64)
     one = [np.arange(256)]
-    groups = chunks(windows, 1 << 28)
     assert padding(windows, one) > 2.0  # padding every crop to the largest: the waste this avoids
-    assert padding(windows, groups) <= 1.3
-    for g in groups:  # each group on its own, too
-        assert len(g) * windows[g, 2].max() * windows[g, 3].max() <= 1.3 * (windows[g, 2] * windows[g, 3]).sum()
+    for waste in (1.3, GROUP_WASTE):
+        groups = chunks(windows, 1 << 28, waste=waste)
+        assert padding(windows, groups) <= waste
+        for g in groups:  # each group on its own, too
+            assert len(g) * windows[g, 2].max() * windows[g, 3].max() <= waste * (windows[g, 2] * windows[g, 3]).sum()
+    assert len(chunks(windows, 1 << 28)) < len(chunks(windows, 1 << 28, waste=1.3))  # the default: fewer launches
