@@ -134,16 +134,22 @@ def _run_convert(args: argparse.Namespace) -> int:
     request = convert_request(args)
     url = request.src if request.src is not None and _is_url(request.src) else None
     if request.run.engine is not None and (url is not None or _is_url(request.out)):  # before any download
-        from .workers.engines import one_machine
+        from .workers.engines import several_machines
 
-        one_machine(request.run.engine)
-    if url is not None:  # the objects copied here first
+        if several_machines(request.run.engine):  # the tasks read the bucket and hand their shards back
+            request = dataclasses.replace(request, run=dataclasses.replace(request.run, ship=True))
+    if url is not None:  # the objects copied here first, or on a cluster listed only
         from fastdata.remote.urls import scrub_url
 
-        from .remote_source import fetch_source
+        from .remote_source import fetch_source, list_source
 
-        request = dataclasses.replace(request, src=str(fetch_source(url, quiet=request.quiet)),
-                                      source_url=scrub_url(url.rstrip("/")))
+        if request.run.ship:
+            local = list_source(url, quiet=request.quiet)
+            run = dataclasses.replace(request.run, source=(str(local), url.rstrip("/")))
+            request = dataclasses.replace(request, src=str(local), source_url=scrub_url(url.rstrip("/")), run=run)
+        else:
+            request = dataclasses.replace(request, src=str(fetch_source(url, quiet=request.quiet)),
+                                          source_url=scrub_url(url.rstrip("/")))
     if _is_url(request.out):  # convert locally, then upload, the manifest last
         from .remote_io import convert as convert_remote
 

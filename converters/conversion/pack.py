@@ -33,7 +33,7 @@ from ..planning.layout import Plan, ShardPlan
 from .jobs import JobMaker
 from .schedule import Finish, ShardScheduler
 from .tail import MIN_PIECE_BYTES, Tail, Task, tail_start
-from .work import write_shard_job
+from .work import use_source, write_shard_job
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +53,10 @@ class RunOptions:
             tests cut tiny shards).
         engine: ``"ray"`` or ``"spark"``: the workers are that engine's tasks
             (``--engine``, see :mod:`..workers.engines`); None: processes of this machine.
+        ship: the engine's nodes do not see this machine's folders: its tasks
+            write on their node and hand the files back (:mod:`..workers.shipping`).
+        source: ``(listing folder, URL)``: the plan's files under the folder are
+            the objects under the URL, read where the task runs (:func:`.work.use_source`).
     """
 
     workers: int = 1
@@ -61,6 +65,8 @@ class RunOptions:
     fsync: bool = False
     min_piece_bytes: int = MIN_PIECE_BYTES
     engine: str | None = None
+    ship: bool = False
+    source: tuple[str, str] | None = None
 
 
 def write_shards(
@@ -99,12 +105,17 @@ def write_shards(
     jobs = JobMaker(out, plan, shards, on_error=run.on_error, verify_decode=run.verify_decode, fsync=run.fsync,
                     sources_root=sources_root, by_position=workers > 1)
     whole = [Task(shard, 0, len(shard.items)) for shard in shards[:cut]]
-    if workers <= 1:  # tail_start gave no tail: every shard is whole
-        for task in whole:
-            done(task.shard, *write_shard_job(jobs.shard_job(task), progress))
+    if workers <= 1 and not run.ship:  # tail_start gave no tail: every shard is whole
+        use_source(run.source)
+        try:
+            for task in whole:
+                done(task.shard, *write_shard_job(jobs.shard_job(task), progress))
+        finally:
+            use_source(None)
     else:
         ShardScheduler(out, plan, shards, whole=whole, tail=Tail(shards[cut:], run.min_piece_bytes), jobs=jobs,
-                       finish=done, progress=progress).run(workers, engine=run.engine)
+                       finish=done, progress=progress).run(max(workers, 1), engine=run.engine, ship=run.ship,
+                                                           source=run.source)
     return done.records
 
 

@@ -82,8 +82,12 @@ class ShardScheduler:
         self._cut: dict[str, _CutShard] = {}  # by shard key, until its join is handed out
         self._speed = _Speed()
 
-    def run(self, workers: int, *, engine: str | None = None) -> None:
-        """Write every task on ``workers`` processes (or tasks of ``engine``, see :func:`.worker_pool`).
+    def run(self, workers: int, *, engine: str | None = None, ship: bool = False,
+            source: tuple[str, str] | None = None) -> None:
+        """Write every task on ``workers`` processes (or tasks of ``engine``, see
+        :func:`.worker_pool`; with ``ship``, on nodes that hand the files back:
+        :class:`..workers.shipping.ShippingPool`), reading ``source`` (see
+        :func:`.work.use_source`).
 
         Raises:
             FastDataError: a worker process died (finished shards are kept).
@@ -91,8 +95,13 @@ class ShardScheduler:
         if self._plan.options.restart_markers:  # imported once here rather than in every forked worker
             import fastdata.decode.native  # noqa: F401 -- loaded for the forked workers (above)
         try:
-            with worker_pool(workers, init_worker, report=self._progress is not None, args=(self._shards,),
-                             engine=engine) as pool:
+            pool = worker_pool(workers, init_worker, report=self._progress is not None, args=(self._shards, source),
+                               engine=engine)
+            if ship:
+                from ..workers.shipping import ShippingPool
+
+                pool = ShippingPool(pool)
+            with pool:
                 while self._hand_out(pool, workers):
                     self._collect(pool)
         except BaseException as exc:

@@ -42,6 +42,12 @@ _REPORT: dict[str, Callable[[int, int], None] | None] = {"fn": None}
 #: names its items by position here (:attr:`ShardJob.ref`) instead of carrying them.
 _SHARDS: dict[str, Any] = {"table": None}
 
+#: A source in object storage read where the task runs (``fastdata convert URL OUT --engine``
+#: on a cluster of several machines): the plan's paths under ``root`` (a listing of the
+#: objects, each a sparse file of its size, on the driver) are read as ``url``/<rel>.
+#: Installed by :func:`init_worker` (and :func:`use_source` in the driver).
+_SOURCE: dict[str, Any] = {"root": None, "store": None}
+
 #: A test hook, not an option: seconds to sleep per image, so that a test can
 #: kill a run mid-way. An environment variable reaches forked and spawned
 #: workers alike without travelling in any job or option.
@@ -127,12 +133,43 @@ def join_pieces(job: JoinJob) -> ShardInfo | None:
     return info
 
 
-def init_worker(report: Any = None, shards: Any = None) -> None:
+def init_worker(report: Any = None, shards: Any = None, source: tuple[str, str] | None = None) -> None:
     """Install the progress channel of a worker process (a queue that gets
-    ``(images, source_bytes)`` every :data:`REPORT_EVERY` images, or None)
-    and the shards its tasks name (:attr:`ShardJob.ref`)."""
+    ``(images, source_bytes)`` every :data:`REPORT_EVERY` images, or None),
+    the shards its tasks name (:attr:`ShardJob.ref`) and the source they read
+    (see :func:`use_source`)."""
     _REPORT["fn"] = (lambda images, nbytes: report.put((images, nbytes))) if report is not None else None
     _SHARDS["table"] = shards
+    use_source(source)
+
+
+def use_source(source: tuple[str, str] | None) -> None:
+    """Read the files under ``source[0]`` (a listing of a bucket's objects) as
+    the objects under the URL ``source[1]``; None: every path is a file."""
+    if source is None:
+        _SOURCE.update(root=None, store=None)
+        return
+    from fastdata.remote.store import Store
+
+    _SOURCE.update(root=os.path.join(source[0], ""), store=Store(source[1]))
+
+
+def read_item(path: str) -> bytes:
+    """The bytes of the plan's ``path``: a file (:func:`read_file`), or under a
+    source in object storage (:func:`use_source`) the object it lists.
+
+    Raises:
+        SkippedFile: it cannot be read (a missing object: deleted since it was listed).
+        RemoteError: the store cannot be reached: the task fails (the engine retries it).
+    """
+    root = _SOURCE["root"]
+    if root is None or not path.startswith(root):
+        return read_file(path)
+    name = path[len(root):].replace(os.sep, "/")
+    try:
+        return _SOURCE["store"].read_bytes(name)
+    except FileNotFoundError:
+        raise SkippedFile(_SOURCE["store"].url_of(name), "was listed but is gone from the bucket") from None
 
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
@@ -229,7 +266,7 @@ def _samples(job: ShardJob, items: list[SourceItem], ids: list[int], record: Sha
         if delay:
             time.sleep(delay)
         try:
-            data = read_file(item.path)
+            data = read_item(item.path)
             img = prepare(data, item.path, encode)
         except SkippedFile as exc:
             if job.on_error == "raise":

@@ -101,12 +101,8 @@ class Output:
 
     def store(self) -> Any:
         from fastdata.remote.store import Store
-        from fastdata.remote.urls import protocol
 
-        options = dict(self.storage or {})
-        if protocol(self.out) == "file":
-            options.setdefault("auto_mkdir", True)  # a bucket has no folders to make; a file:// URL has
-        return Store(self.out, options)
+        return Store(self.out, dict(self.storage or {}))
 
 
 def prepare_output(out: str | os.PathLike[str], storage_options: dict[str, Any] | None = None) -> Output:

@@ -10,7 +10,8 @@ first. A task that still cannot finish raises :class:`.pool.WorkerDied`, and
 ``fastdata convert`` stops without a manifest, as it does when a local worker dies.
 
 The output folder must be one every node sees at the same path (a shared
-filesystem), as with ``--num-nodes``.
+filesystem), as with ``--num-nodes``, unless the nodes hand their shards
+back (a URL SRC or OUT on several machines: :mod:`.shipping`).
 """
 
 from __future__ import annotations

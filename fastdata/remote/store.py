@@ -78,6 +78,8 @@ def _make(proto: str, options: dict[str, Any], policy: RetryPolicy) -> Any:
         config.setdefault("read_timeout", policy.timeout)
         config.setdefault("retries", {"total_max_attempts": 1})  # fastdata's RetryPolicy retries
         kwargs["config_kwargs"] = config
+    elif proto == "file":  # a folder as a bucket: an object's name makes its folders, as in a bucket
+        kwargs.setdefault("auto_mkdir", True)
     elif proto in ("http", "https"):
         import aiohttp
 

@@ -12,7 +12,7 @@ import pytest
 
 from fastdata.bench.default_data import default_dataset
 from fastdata.converters.cli import main
-from fastdata.converters.remote_source import fetch_source, source_dir
+from fastdata.converters.remote_source import fetch_source, list_source, source_dir
 from fastdata.errors import ConfigError
 from fastdata.remote.store import Store
 
@@ -68,12 +68,23 @@ def test_a_second_fetch_downloads_only_what_is_missing(folder, monkeypatch):
 
 
 @pytest.mark.parametrize("name", ["../../outside.jpg", "/etc/outside.jpg", "a/../../outside.jpg"])
-def test_an_object_named_outside_the_folder_is_refused(folder, tmp_path, monkeypatch, name):
+@pytest.mark.parametrize("lay_out", [fetch_source, list_source], ids=["fetched", "listed"])
+def test_an_object_named_outside_the_folder_is_refused(folder, tmp_path, monkeypatch, name, lay_out):
     monkeypatch.setattr(Store, "listing", lambda self: {"cats/a.jpg": 3, name: 3})
     monkeypatch.setattr(Store, "download", lambda self, n, local: pytest.fail(f"downloaded {n}"))
     with pytest.raises(ConfigError, match=r"object .*outside\.jpg.* not a plain relative name"):
-        fetch_source(folder.as_uri(), quiet=True)
+        lay_out(folder.as_uri(), quiet=True)
     assert not list(tmp_path.rglob("outside.jpg"))
+
+
+def test_a_listing_holds_each_objects_size_and_no_byte(folder, monkeypatch):
+    monkeypatch.setattr(Store, "download", lambda self, n, local: pytest.fail(f"downloaded {n}"))
+    local = list_source(folder.as_uri(), quiet=True)
+    objects = {p.relative_to(folder).as_posix(): p.stat().st_size for p in folder.rglob("*") if p.is_file()}
+    listed = {p.relative_to(local).as_posix(): p for p in local.rglob("*") if p.is_file()}
+    assert {n: p.stat().st_size for n, p in listed.items()} == objects
+    assert all(p.read_bytes().count(0) == p.stat().st_size for p in listed.values())  # sizes only
+    assert local != source_dir(folder.as_uri())  # never taken for a download
 
 
 def test_an_empty_url_says_so(folder, tmp_path, capsys):
@@ -81,3 +92,25 @@ def test_an_empty_url_says_so(folder, tmp_path, capsys):
     empty.mkdir()
     assert main(["convert", empty.as_uri(), str(tmp_path / "out"), *CONVERT]) == 2
     assert "no objects there" in capsys.readouterr().err
+
+
+def test_a_task_reads_a_listed_object_from_the_bucket_and_skips_one_gone_since(folder, tmp_path):
+    import shutil
+
+    from fastdata.converters.conversion.work import read_item, use_source
+    from fastdata.converters.planning.scan import SkippedFile
+
+    bucket = tmp_path / "bucket"
+    shutil.copytree(folder, bucket)
+    local = list_source(bucket.as_uri(), quiet=True)
+    kept, gone = sorted(p.relative_to(bucket).as_posix() for p in bucket.rglob("*.jpg"))[:2]
+    (bucket / gone).unlink()
+    use_source((str(local), bucket.as_uri()))
+    try:
+        assert read_item(str(local / kept)) == (bucket / kept).read_bytes()  # the object, not the sparse stand-in
+        with pytest.raises(SkippedFile) as caught:
+            read_item(str(local / gone))
+        assert caught.value.path == f"{bucket.as_uri()}/{gone}" and "gone from the bucket" in caught.value.reason
+    finally:
+        use_source(None)
+    assert read_item(str(local / kept)) == b"\0" * (bucket / kept).stat().st_size  # a plain file again

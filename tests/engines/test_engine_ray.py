@@ -25,7 +25,7 @@ def files(directory: Path) -> dict[str, bytes]:
     return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
 
 
-def convert_in_thread(photos: Path, out: Path) -> tuple[threading.Thread, list[int]]:
+def convert_in_thread(photos: Path | str, out: Path | str) -> tuple[threading.Thread, list[int]]:
     codes: list[int] = []
     thread = threading.Thread(target=lambda: codes.append(main(["convert", str(photos), str(out), *CONVERT,
                                                                  "--engine", "ray"])), daemon=True)
@@ -51,6 +51,25 @@ def test_two_nodes_write_the_bytes_of_one_machine(ray_nodes, photos, reference, 
     assert main(["verify", str(out), "-q"]) == 0
 
 
+def test_a_cluster_of_several_machines_converts_url_to_url(ray_nodes, photos, reference, tmp_path, monkeypatch):
+    """The path of nodes that share no folder with the driver: the source is
+    only listed here, the tasks read each object and hand their shards back,
+    and the dataset is uploaded from the staging folder, the manifest last."""
+    from fastdata.converters.workers.engines import SEVERAL_MACHINES_VARIABLE
+
+    monkeypatch.setenv(SEVERAL_MACHINES_VARIABLE, "1")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    bucket = tmp_path / "bucket"
+    bucket.mkdir()
+    assert main(["convert", photos.as_uri(), (bucket / "out").as_uri(), *CONVERT, "--engine", "ray"]) == 0
+    got, want = files(bucket / "out"), files(reference)
+    assert got.keys() == want.keys()
+    assert [n for n in want if got[n] != want[n]] == ["manifest.json", "sources.jsonl"]  # shards: the same bytes
+    assert not (tmp_path / "cache" / "fastdata" / "sources").exists()  # no object was downloaded here
+    assert not any((tmp_path / "cache" / "fastdata" / "listings").glob("*"))  # the listing is gone once done
+    assert main(["verify", (bucket / "out").as_uri(), "-q"]) == 0
+
+
 def test_a_worker_killed_mid_shard_is_retried(ray_nodes, photos, reference, tmp_path):
     out = tmp_path / "killed"
     thread, codes = convert_in_thread(photos, out)
@@ -59,6 +78,21 @@ def test_a_worker_killed_mid_shard_is_retried(ray_nodes, photos, reference, tmp_
     thread.join(300)
     assert codes == [0], "the conversion did not finish after a worker was killed"
     assert files(out) == files(reference)  # every record once, no partial or attempt file left
+
+
+def test_a_worker_killed_mid_shard_on_a_node_that_hands_shards_back(ray_nodes, photos, reference, tmp_path, monkeypatch):
+    from fastdata.converters.workers.engines import SEVERAL_MACHINES_VARIABLE
+
+    monkeypatch.setenv(SEVERAL_MACHINES_VARIABLE, "1")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    out = tmp_path / "shipped"
+    thread, codes = convert_in_thread(photos.as_uri(), out)
+    os.kill(wait_for_task(ray_nodes, None, thread), signal.SIGKILL)
+    thread.join(300)
+    assert codes == [0], "the conversion did not finish after a worker was killed"
+    got, want = files(out), files(reference)
+    assert got.keys() == want.keys()  # no partial, landing or attempt file left
+    assert [n for n in want if got[n] != want[n]] == ["manifest.json", "sources.jsonl"]
 
 
 def test_read_shards_gives_the_loaders_samples(ray_nodes, reference):

@@ -1,7 +1,7 @@
-"""``fastdata convert URL OUT --engine spark``: a URL source is copied to this
-machine first, so the engine must be this one machine (a local session);
-a cluster of several machines is refused before anything is fetched, saying
-what to do instead."""
+"""``fastdata convert URL OUT --engine spark``: on one machine (a local
+session) a URL source is copied here first; on a cluster of several machines
+it is only listed here, and the tasks read the objects where they run and
+hand their shards back (:mod:`fastdata.converters.workers.shipping`)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,26 @@ def test_a_url_source_on_a_local_spark_session(spark, photos, reference, tmp_pat
     assert json.loads(got["manifest.json"])["extra"]["converter"]["source"]["url"] == photos.as_uri()
 
 
-def test_a_cluster_of_several_machines_is_refused_for_a_url(tmp_path, monkeypatch, capsys):
+def test_a_cluster_of_several_machines_reads_the_bucket_where_the_tasks_run(spark, photos, reference, tmp_path,
+                                                                           monkeypatch):
+    from fastdata.converters.workers.engines import SEVERAL_MACHINES_VARIABLE
+
+    monkeypatch.setenv(SEVERAL_MACHINES_VARIABLE, "1")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    out = tmp_path / "from-url"
+    assert main(["convert", photos.as_uri(), str(out), *CONVERT, "--engine", "spark"]) == 0
+    got, want = _files(out), _files(reference)
+    assert got.keys() == want.keys()
+    assert [n for n in want if got[n] != want[n]] == ["manifest.json", "sources.jsonl"]
+    assert not (tmp_path / "cache" / "fastdata" / "sources").exists()  # listed, never downloaded here
+    # a local folder SRC into a URL OUT: the tasks read the folder (mounted on every node), the files come back
+    bucket = tmp_path / "bucket"
+    bucket.mkdir()
+    assert main(["convert", str(photos), (bucket / "ds").as_uri(), *CONVERT, "--engine", "spark"]) == 0
+    assert _files(bucket / "ds") == want
+
+
+def test_the_several_machines_path_is_taken_where_the_cluster_spans_them(monkeypatch):
     class Context:
         master = "spark://head:7077"
 
@@ -41,18 +60,9 @@ def test_a_cluster_of_several_machines_is_refused_for_a_url(tmp_path, monkeypatc
 
     monkeypatch.setattr(engines, "connect", lambda engine: 4)
     monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: Session()))
-    code = main(["convert", str(tmp_path), "s3://bucket/out", *CONVERT, "--engine", "spark", "--workers", "2"])
-    assert code == 2
-    assert "folder every node mounts" in capsys.readouterr().err
-    # a URL source: refused before anything is downloaded
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    (tmp_path / "src" / "a").mkdir(parents=True)
-    (tmp_path / "src" / "a" / "x.jpg").write_bytes(b"not fetched")
-    code = main(["convert", (tmp_path / "src").as_uri(), str(tmp_path / "out"), *CONVERT, "--engine", "spark",
-                 "--workers", "2"])
-    assert code == 2
-    assert "folder every node mounts" in capsys.readouterr().err
-    assert not (tmp_path / "cache").exists()
+    assert engines.several_machines("spark")
+    Context.master = "local[4]"
+    assert not engines.several_machines("spark")
 
 
 def test_a_table_writer_takes_a_url_output_for_a_url(tmp_path, monkeypatch):
