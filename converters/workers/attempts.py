@@ -47,9 +47,11 @@ def run_task(cwd: str, init: Callable[..., None], init_key: str, get_args: Calla
     exception's text), while a dead worker is left to the engine to retry.
 
     ``cwd``: the driver's working folder, so that relative paths name the same
-    files on every node of a shared filesystem.
+    files on every node of a shared filesystem; a node without it (one that
+    hands its shards back, :mod:`.shipping`, whose jobs name no relative
+    path it reads) stays where it is.
     """
-    if os.getcwd() != cwd:
+    if os.getcwd() != cwd and os.path.isdir(cwd):
         os.chdir(cwd)
     if _INITIALISED["key"] != init_key:
         init(None, *get_args())

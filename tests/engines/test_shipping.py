@@ -7,6 +7,7 @@ a node is named."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,12 @@ def test_a_folder_source_missing_on_the_node_is_named(tmp_path):
         run_elsewhere(lambda j: pytest.fail("ran without its source"), job)
     # a URL source is read from the bucket: no folder to look for
     assert run_elsewhere(lambda j: "ok", Job(str(tmp_path / "s.rec"), sources_root="s3://b/photos")) == ("ok", {})
+
+
+def test_a_task_on_a_node_without_the_drivers_folder_runs_where_it_is(tmp_path):
+    from fastdata.converters.workers.attempts import run_task
+
+    here = os.getcwd()
+    ran = run_task(str(tmp_path / "the-driver's-folder"), lambda *a: None, "key", lambda: (),
+                   run_elsewhere, (lambda job: "written", Job(str(tmp_path / "s.rec"))))
+    assert ran == (True, ("written", {})) and os.getcwd() == here
