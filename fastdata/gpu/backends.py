@@ -121,7 +121,7 @@ class CPUDecoder:
 
 BACKENDS: dict[str, type] = {"torchvision": TorchvisionDecoder, "nvimgcodec": NvImageCodecDecoder}
 """GPU decoders by name, in the order ``backend="auto"`` tries them. torchvision's
-batched nvJPEG first: on the H200 of the second GPU run it decoded 256 photos in
+batched nvJPEG first: on an H200 (the rerun of 2026-11-27) it decoded 256 photos in
 16.6 ms (15,416 img/s) against nvImageCodec's best 23.4 ms (whole images, one
 thread; ROI 26.3 ms; 2 and 4 threads slower still), and fed the loader's
 decode-only pipeline at 12,846 img/s against 7,504

@@ -16,8 +16,8 @@ nvImageCodec 0.9's Python API (``nvidia.nvimgcodec``):
   With nvJPEG < 13.2 the hardware decoder refuses a region of a JPEG with
   subsampled chroma unless ``enable_roi_fancy_upsampling=1`` (its warning:
   the region's 1-pixel edge may differ), and every such image went to CUDA
-  decode instead: half the rate in the second GPU run (4,296 img/s against
-  torchvision's 7,983). A window's edge pixels lie at its filter's support,
+  decode instead: half the rate in the first run on 2026-11-27 (H200: 4,296
+  img/s against torchvision's 7,983). A window's edge pixels lie at its filter's support,
   where the weights are 0 (or at the image's own edge, which the full decode
   has too), so that edge never reaches the output: the option is set.
 * **one decoder per thread, on ``threads`` threads**: the batch is cut into
@@ -178,7 +178,7 @@ class NvImageCodecDecoder:
         """Stop the decoder threads; their decoders go with them (made again on
         the next call). Also done before every fork of this process: a worker
         forked while nvImageCodec's threads lived died at once with SIGSEGV
-        in the second GPU run (``test_prefetch_to_cuda_equals_the_cpu_path``)."""
+        in the first run on 2026-11-27 (``test_prefetch_to_cuda_equals_the_cpu_path``)."""
         with self._lock:
             pools, self._pools = self._pools, []
         for pool in pools:

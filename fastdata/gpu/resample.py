@@ -47,11 +47,11 @@ def window(boxes: np.ndarray, sizes: np.ndarray, out_size: tuple[int, int]) -> n
 
 GROUP_WASTE = 1.6
 """How much padding a resample group may add (:func:`chunks`). The
-second GPU run spent 33-70 ms of host time per batch of 256 launching the
+first run on 2026-11-27 (H200) spent 33-70 ms of host time per batch of 256 launching the
 resample, and each group is about 20 launches; RandomResizedCrop's windows over
 the hymenoptera photos make 15 groups at 1.3 (padding 1.29x) and 4 at 1.6
 (1.59x): the device has the time (its whole resample was about 1.5 ms a batch),
-the launching thread has not. Measured at 1.6 (the run after): that thread's
+the launching thread has not. Measured at 1.6 (its rerun): that thread's
 host time 12-45 ms a batch, decode-only over torchvision 12,846 img/s (7,983 at
 1.3); the cost: GPU memory took one more step after the second epoch (+1.7 %)."""
 
