@@ -114,8 +114,7 @@ def write_shards(
             use_source(None)
     else:
         ShardScheduler(out, plan, shards, whole=whole, tail=Tail(shards[cut:], run.min_piece_bytes), jobs=jobs,
-                       finish=done, progress=progress).run(max(workers, 1), engine=run.engine, ship=run.ship,
-                                                           source=run.source)
+                       finish=done, progress=progress).run(workers, engine=run.engine, ship=run.ship, source=run.source)
     return done.records
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from fastdata.errors import FastDataError
+from fastdata.remote.urls import is_url
 
 from .pool import Outcome, Pool
 
@@ -46,7 +47,7 @@ def run_elsewhere(fn: Callable[..., Any], job: Any) -> tuple[Any, dict[str, byte
         FastDataError: the job's folder SRC is not on this node.
     """
     root = getattr(job, "sources_root", None)
-    if root is not None and "://" not in root and not os.path.isdir(root):
+    if root is not None and not is_url(root) and not os.path.isdir(root):
         raise FastDataError(f"the source folder {root} is not on node {os.uname().nodename}: give SRC as a URL, or "
                             "mount it on every node at the same path")
     with tempfile.TemporaryDirectory(prefix="fastdata-shard-") as tmp:
@@ -71,9 +72,10 @@ class ShippingPool:
     and whose joins run in this process (see the module docstring)."""
 
     def __init__(self, inner: Pool) -> None:
-        self._inner = inner
+        self._pool = inner
         self._tokens = itertools.count()
         self._mine: dict[int, tuple[int, Path]] = {}  # inner token -> (this pool's token, the shard's folder)
+        self._inner: dict[int, int] = {}  # this pool's token -> the inner one, while it runs there
         self._done: list[tuple[int, Outcome]] = []  # joins run here, answered at the next completed()
         self.shipped = 0  # bytes handed back by tasks
 
@@ -87,23 +89,25 @@ class ShippingPool:
             except Exception as exc:  # noqa: BLE001 - raised again by the caller, as a worker's error is
                 self._done.append((token, Outcome(error=exc, seconds=time.monotonic() - started)))
             return token
-        self._mine[self._inner.submit(run_elsewhere, fn, job)] = (token, Path(job.path).parent)
+        inner = self._pool.submit(run_elsewhere, fn, job)
+        self._mine[inner], self._inner[token] = (token, Path(job.path).parent), inner
         return token
 
     def idle(self) -> int:
-        return self._inner.idle()
+        return self._pool.idle()
 
     def started(self, token: int) -> float | None:
-        inner = next((k for k, (t, _) in self._mine.items() if t == token), None)
-        return self._inner.started(inner) if inner is not None else None
+        inner = self._inner.get(token)
+        return self._pool.started(inner) if inner is not None else None
 
     def completed(self, timeout: float | None = None) -> list[tuple[int, Outcome]]:
         done, self._done = self._done, []
         if done:
             timeout = 0.0  # answered without waiting for the engine
         if self._mine:
-            for inner, outcome in self._inner.completed(timeout):
+            for inner, outcome in self._pool.completed(timeout):
                 token, folder = self._mine.pop(inner)
+                del self._inner[token]
                 if outcome.error is None:
                     value, files = outcome.value
                     land(files, folder)
@@ -113,11 +117,11 @@ class ShippingPool:
         return done
 
     def reports(self) -> Iterator[Any]:
-        return self._inner.reports()
+        return self._pool.reports()
 
     def __enter__(self) -> ShippingPool:
-        self._inner.__enter__()
+        self._pool.__enter__()
         return self
 
     def __exit__(self, kind: object, *exc: object) -> None:
-        self._inner.__exit__(kind, *exc)
+        self._pool.__exit__(kind, *exc)

@@ -121,10 +121,9 @@ class NvImageCodecDecoder:
         """The decoder options string: the hardware decoder pre-allocated for
         ``part`` images of ``size`` ``(height, width)``."""
         height, width = size
-        return (f"nvjpeg_hw_decoder:preallocate_batch_size={max(1, part)} "
-                f"nvjpeg_hw_decoder:preallocate_width_hint={max(1, width)} "
-                f"nvjpeg_hw_decoder:preallocate_height_hint={max(1, height)} "
-                + ("nvjpeg_hw_decoder:enable_roi_fancy_upsampling=1" if self.roi else ""))
+        options = [f"preallocate_batch_size={max(1, part)}", f"preallocate_width_hint={max(1, width)}",
+                   f"preallocate_height_hint={max(1, height)}"] + (["enable_roi_fancy_upsampling=1"] if self.roi else [])
+        return " ".join(f"nvjpeg_hw_decoder:{o}" for o in options)
 
     def _decoder(self, device: torch.device, streams: list[Any], sizes: list[tuple[int, int]] | None) -> Any:
         """This thread's decoder for ``device``, made on first use with the
