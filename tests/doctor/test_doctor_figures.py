@@ -45,10 +45,15 @@ def test_the_printed_ratio_is_the_ratio_of_the_table_rows(photo_tree, tmp_path, 
     assert main([str(photo_tree / "train"), *BASE, "--batch-size", "4", "--step-ms", "30", "--out", str(tmp_path)]) == 0
     text = capsys.readouterr().out
     rows = _rows(text)
-    row_ratio = rows["loader alone"] / rows["step alone"]
+    loader, step = rows["loader alone"], rows["step alone"]
     printed = re.search(r"loader alone / step alone: ([\d.]+)x", text)
     assert printed, text
-    assert _same_to_2_significant_figures(float(printed.group(1)), row_ratio), (printed.group(0), rows)
+    # the rows are printed to 0.1 batches/s: the ratio they stand for lies between these two
+    # (CI once printed 216.8 and 33.1, a ratio of 6.5498, beside a true 6.55x printed as 6.6x)
+    low, high = (loader - 0.05) / (step + 0.05), (loader + 0.05) / (step - 0.05)
+    shown = float(printed.group(1))
+    assert any(_same_to_2_significant_figures(shown, r) for r in (low, high)) or low <= shown <= high, (
+        printed.group(0), rows)
     saved = json.loads((tmp_path / "fastdata-doctor.json").read_text())
     assert printed.group(1) + "x" == times(saved["loader_step_ratio"])
     verdict = next(line for line in text.splitlines() if line.startswith("verdict: "))
